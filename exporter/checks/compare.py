@@ -1,0 +1,58 @@
+"""Does the text at a span still say what the stored quote says?
+
+A similarity ratio alone is not enough: "refunds within 30 days of purchase, except ..." and
+"refunds within 60 days of purchase, except ..." differ by one character and score above 98 in a
+long quote. So a match also needs the same numbers and the same negations, compared as multisets
+of tokens after folding.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rapidfuzz import fuzz
+
+from exporter.checks.normalize import fold
+
+__all__ = ["FoldedQuote", "facts", "similarity", "text_matches"]
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|none|nothing|nobody|nowhere|neither|nor|cannot|without)\b|n't\b",
+    re.IGNORECASE,
+)
+
+
+def facts(folded: str) -> tuple[str, ...]:
+    """The numbers and negations of a folded text, order-free: what must not change."""
+    found = _NUMBER.findall(folded)
+    found.extend(m.lower() for m in _NEGATION.findall(folded))
+    found.sort()
+    return tuple(found)
+
+
+def similarity(a: str, b: str) -> float:
+    """Similarity of two folded texts on the 0-100 scale (normalised Indel, like fuzz.ratio)."""
+    return float(fuzz.ratio(a, b))
+
+
+class FoldedQuote:
+    """A stored quote folded once, with its facts, reused by the check and the relocator."""
+
+    __slots__ = ("facts", "raw", "text")
+
+    def __init__(self, raw: str) -> None:
+        self.raw = raw
+        self.text = fold(raw).strip()
+        self.facts = facts(self.text)
+
+
+def text_matches(quote: FoldedQuote, raw_text: str, threshold: float) -> tuple[bool, float]:
+    """Compare the raw text now at a span with the quote: (matches, similarity 0-100)."""
+    if raw_text == quote.raw:
+        return True, 100.0
+    folded = fold(raw_text).strip()
+    score = similarity(quote.text, folded)
+    if score < threshold:
+        return False, score
+    return facts(folded) == quote.facts, score

@@ -1,0 +1,199 @@
+"""One citation and the live store in, one verdict out: the checks and the failure policy.
+
+The order of the checks is the contract:
+
+1. the document must be live, else ``document_missing``;
+2. the cited chunk must exist and hold the span, else ``chunk_missing`` / ``out_of_bounds``;
+3. the text at the span must match the quote (folded similarity >= threshold, same numbers and
+   negations), else ``quote_mismatch``;
+4. a failure on an older recorded version is ``superseded`` and is never relocated (moving an old
+   answer onto a reissued document would cite sentences it never saw); on the live version it is
+   drift, and the quote is relocated across the whole document.
+
+Nothing here does I/O or touches metrics, so the sweep, the streaming service and the tests all
+share exactly this code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from exporter.checks.compare import FoldedQuote, text_matches
+from exporter.checks.relocate import FOUND, Place, relocate
+from exporter.checks.store import ChunkStore, DocumentView
+from exporter.checks.verdict import Action, FailedCheck, Repair, Status, Verdict
+from exporter.records.schema import Chunk, Citation, InvalidCitation
+
+__all__ = ["DEFAULT_HIGH_SEVERITY_TOPICS", "Policy", "check_citation", "invalid_verdict"]
+
+DEFAULT_HIGH_SEVERITY_TOPICS = frozenset({"pricing", "security", "legal"})
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """The knobs of the checks. ``threshold`` is a similarity on the 0-100 scale."""
+
+    threshold: float = 98.0
+    high_severity_topics: frozenset[str] = field(default=DEFAULT_HIGH_SEVERITY_TOPICS)
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.threshold <= 100.0:
+            raise ValueError(f"threshold must be in (0, 100], got {self.threshold}")
+
+    def unrepaired_action(self, topic: str | None) -> Action:
+        """A claim on a high-severity topic is suppressed rather than left vaguely sourced."""
+        if topic is not None and topic in self.high_severity_topics:
+            return Action.SUPPRESS_CLAIM
+        return Action.DEGRADE_TO_DOCUMENT
+
+
+def invalid_verdict(item: InvalidCitation) -> Verdict:
+    """The verdict of a citation that could not be decoded."""
+    return Verdict(
+        citation_id=item.citation_id,
+        answer_id=item.answer_id,
+        doc_id=item.doc_id,
+        status=Status.INVALID,
+        action=Action.FIX_RECORD,
+        reason="invalid_record",
+        error=item.error,
+    )
+
+
+def _shift(
+    citation: Citation,
+    cited: Chunk | None,
+    view: DocumentView,
+    place: Place,
+    repair: tuple[str, int],
+) -> int | None:
+    """Where the quote is now minus where the recorded span points now (see :class:`Repair`)."""
+    if view.has_doc_offsets and cited is not None and cited.doc_offset is not None:
+        return place.start - (cited.doc_offset + citation.start)
+    repair_chunk_id, repair_start = repair
+    if repair_chunk_id == citation.chunk_id:
+        return repair_start - citation.start
+    return None
+
+
+def check_citation(citation: Citation, store: ChunkStore, policy: Policy) -> Verdict:
+    """Check one citation against the live store and decide what should happen to it."""
+    live_version = store.live_version(citation.doc_id)
+    if live_version is None:
+        return Verdict(
+            citation.citation_id,
+            citation.answer_id,
+            citation.doc_id,
+            Status.DOCUMENT_MISSING,
+            Action.DROP_CITATION,
+            reason="document_missing",
+            recorded_version=citation.doc_version,
+            topic=citation.topic,
+            source=citation.source,
+        )
+
+    cited = store.chunk(citation.chunk_id)
+    if cited is not None and cited.doc_id != citation.doc_id:
+        cited = None
+    source = citation.source
+    if source is None and cited is not None:
+        source = cited.source
+    similarity: float | None = None
+    quote: FoldedQuote | None = None
+    if cited is None:
+        failed = FailedCheck.CHUNK_MISSING
+    elif citation.end > len(cited.text):
+        failed = FailedCheck.OUT_OF_BOUNDS
+    else:
+        text = cited.text[citation.start : citation.end]
+        if text == citation.quote:
+            matches, similarity = True, 100.0
+        else:
+            quote = FoldedQuote(citation.quote)
+            matches, similarity = text_matches(quote, text, policy.threshold)
+        if matches:
+            return Verdict(
+                citation.citation_id,
+                citation.answer_id,
+                citation.doc_id,
+                Status.OK,
+                Action.KEEP,
+                similarity=similarity,
+                recorded_version=citation.doc_version,
+                live_version=live_version,
+                topic=citation.topic,
+                source=source,
+            )
+        failed = FailedCheck.QUOTE_MISMATCH
+
+    if citation.doc_version != live_version:
+        return Verdict(
+            citation.citation_id,
+            citation.answer_id,
+            citation.doc_id,
+            Status.SUPERSEDED,
+            Action.PIN_ARCHIVED_VERSION,
+            reason=failed.value,
+            failed_check=failed,
+            similarity=similarity,
+            recorded_version=citation.doc_version,
+            live_version=live_version,
+            topic=citation.topic,
+            source=source,
+        )
+
+    view = store.document(citation.doc_id)
+    assert view is not None  # the document has a live version, so it has live chunks
+    if source is None:
+        source = view.placements[0].chunk.source if view.placements else None
+    relocation = relocate(
+        quote or FoldedQuote(citation.quote),
+        view,
+        threshold=policy.threshold,
+        prefix=citation.prefix,
+        suffix=citation.suffix,
+        cited_chunk_id=citation.chunk_id,
+    )
+    if relocation.outcome != FOUND:
+        return Verdict(
+            citation.citation_id,
+            citation.answer_id,
+            citation.doc_id,
+            Status.DRIFT_UNREPAIRED,
+            policy.unrepaired_action(citation.topic),
+            reason=relocation.outcome,
+            failed_check=failed,
+            similarity=similarity,
+            recorded_version=citation.doc_version,
+            live_version=live_version,
+            topic=citation.topic,
+            source=source,
+        )
+
+    place, placement = relocation.place, relocation.placement
+    assert place is not None and placement is not None
+    new_start = place.start - placement.start
+    new_chunk_id = placement.chunk.chunk_id
+    repair = Repair(
+        chunk_id=new_chunk_id,
+        start=new_start,
+        end=place.end - placement.start,
+        similarity=place.similarity,
+        method=place.method,
+        shift=_shift(citation, cited, view, place, (new_chunk_id, new_start)),
+    )
+    return Verdict(
+        citation.citation_id,
+        citation.answer_id,
+        citation.doc_id,
+        Status.DRIFT_REPAIRED,
+        Action.REWRITE_OFFSETS,
+        reason=failed.value,
+        failed_check=failed,
+        similarity=similarity,
+        recorded_version=citation.doc_version,
+        live_version=live_version,
+        repair=repair,
+        topic=citation.topic,
+        source=source,
+    )

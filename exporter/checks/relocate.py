@@ -1,0 +1,246 @@
+"""Find where a stored quote lives now in its live document, or say why it cannot be said.
+
+Three outcomes besides success, never a guess: the quote is in several places that its stored
+context cannot tell apart (``ambiguous``), it now runs across two chunks (``straddles_chunks``),
+or nothing is close enough (``quote_not_found``). Position is never used to choose: a citation
+repaired to the wrong occurrence is worse than one left unrepaired.
+
+Search order, cheapest first, all on the document folded once (:class:`DocumentView`):
+
+1. every occurrence of the quote, raw (``exact``) or folded (``normalised``); an exact copy gets
+   no shortcut past the context check when there are several;
+2. only when there is none and the quote is long enough, approximate search (``fuzzy``). A
+   candidate must score at least the threshold; with threshold ``t`` a true match differs from
+   the quote by at most ``d = (1 - t/100) * 2 * len`` insertions/deletions, so cutting the quote
+   into ``d + 1`` pieces guarantees one piece occurs verbatim (pigeonhole). The occurrences of
+   the pieces are the only windows aligned in full: the work is bounded and no true match is
+   lost, unlike a sliding window of fixed length.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rapidfuzz import fuzz
+from rapidfuzz.distance import Indel
+
+from exporter.checks.compare import FoldedQuote
+from exporter.checks.normalize import fold
+from exporter.checks.store import DocumentView, Placement
+
+__all__ = [
+    "AMBIGUOUS",
+    "FOUND",
+    "NOT_FOUND",
+    "STRADDLES",
+    "Place",
+    "Relocation",
+    "relocate",
+]
+
+FOUND = "found"
+AMBIGUOUS = "ambiguous"
+STRADDLES = "straddles_chunks"
+NOT_FOUND = "quote_not_found"
+
+# Folded quotes shorter than this are only relocated exactly: short strings match by accident.
+MIN_FUZZY_LENGTH = 24
+# Shortest verbatim piece searched for in fuzzy mode.
+MIN_ANCHOR_LENGTH = 8
+# Bounds on the work per citation.
+MAX_OCCURRENCES = 256
+MAX_ANCHOR_HITS = 32
+MAX_WINDOWS = 24
+# A fuzzy place must beat the runner-up by this many points, or context must separate them.
+FUZZY_MARGIN = 2.0
+# Context (prefix/suffix) decides between places only when it is this good and this clear.
+CONTEXT_FLOOR = 80.0
+CONTEXT_MARGIN = 15.0
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """A candidate location: raw document span, folded span, similarity 0-100, method."""
+
+    start: int
+    end: int
+    folded_start: int
+    folded_end: int
+    similarity: float
+    method: str
+
+
+@dataclass(frozen=True, slots=True)
+class Relocation:
+    """The relocator's answer; ``placement`` is the chunk holding the place when found."""
+
+    outcome: str
+    place: Place | None = None
+    placement: Placement | None = None
+    candidates: int = 0
+
+
+def _occurrences(haystack: str, needle: str) -> list[int]:
+    found: list[int] = []
+    at = haystack.find(needle)
+    while at != -1 and len(found) < MAX_OCCURRENCES:
+        found.append(at)
+        at = haystack.find(needle, at + 1)
+    return found
+
+
+def _verbatim_places(quote: FoldedQuote, view: DocumentView) -> list[Place]:
+    folded = view.folded
+    exact = set(_occurrences(view.text, quote.raw))
+    places = []
+    seen = set()
+    length = len(quote.text)
+    for at in _occurrences(folded.text, quote.text):
+        start, end = folded.to_raw(at, at + length)
+        if (start, end) in seen:
+            continue
+        seen.add((start, end))
+        method = "exact" if start in exact and end - start == len(quote.raw) else "normalised"
+        places.append(Place(start, end, at, at + length, 100.0, method))
+    return places
+
+
+def _align(quote: str, text: str, lo: int, hi: int, slack: int) -> tuple[int, int]:
+    """Best-matching span of ``text[lo:hi]`` for ``quote``: LCS alignment, then each end tuned."""
+    equal = [op for op in Indel.opcodes(quote, text[lo:hi]) if op.tag == "equal"]
+    if not equal:
+        return lo, lo
+    start, end = lo + equal[0].dest_start, lo + equal[-1].dest_end
+    best = fuzz.ratio(quote, text[start:end])
+    for candidate in range(max(start + 1, end - slack), min(len(text), end + slack) + 1):
+        score = fuzz.ratio(quote, text[start:candidate])
+        if score > best:
+            best, end = score, candidate
+    for candidate in range(max(0, start - slack), min(end - 1, start + slack) + 1):
+        score = fuzz.ratio(quote, text[candidate:end])
+        if score > best:
+            best, start = score, candidate
+    while start < end and text[start] == " ":
+        start += 1
+    while end > start and text[end - 1] == " ":
+        end -= 1
+    return start, end
+
+
+def _fuzzy_places(quote: FoldedQuote, view: DocumentView, threshold: float) -> list[Place]:
+    """Places scoring within FUZZY_MARGIN of the threshold (rivals count, not only winners)."""
+    folded = view.folded
+    text, q = folded.text, quote.text
+    length = len(q)
+    slack = int((100.0 - threshold) / 100.0 * 2 * length)
+    pieces = slack + 1
+    if length // pieces < MIN_ANCHOR_LENGTH:
+        pieces = max(1, length // MIN_ANCHOR_LENGTH)
+    piece_length = length // pieces
+
+    estimated_starts: list[int] = []
+    for k in range(pieces):
+        offset = k * piece_length
+        anchor = q[offset : offset + piece_length]
+        at, hits = text.find(anchor), 0
+        while at != -1 and hits < MAX_ANCHOR_HITS:
+            estimated_starts.append(at - offset)
+            hits += 1
+            at = text.find(anchor, at + 1)
+    if not estimated_starts:
+        return []
+
+    estimated_starts.sort()
+    clusters: list[list[int]] = [[estimated_starts[0]]]
+    for start in estimated_starts[1:]:
+        if start - clusters[-1][-1] <= slack + 1:
+            clusters[-1].append(start)
+        else:
+            clusters.append([start])
+    clusters.sort(key=len, reverse=True)
+
+    scored: list[Place] = []
+    for cluster in clusters[:MAX_WINDOWS]:
+        lo = max(0, cluster[0] - slack)
+        hi = min(len(text), cluster[-1] + length + slack)
+        start, end = _align(q, text, lo, hi, slack)
+        if end <= start:
+            continue
+        score = float(fuzz.ratio(q, text[start:end]))
+        if score >= threshold - FUZZY_MARGIN:
+            raw_start, raw_end = folded.to_raw(start, end)
+            scored.append(Place(raw_start, raw_end, start, end, score, "fuzzy"))
+
+    scored.sort(key=lambda p: p.similarity, reverse=True)
+    places: list[Place] = []
+    for place in scored:
+        if all(place.end <= kept.start or place.start >= kept.end for kept in places):
+            places.append(place)
+    return places
+
+
+def _context_score(view: DocumentView, place: Place, prefix: str, suffix: str) -> float:
+    text = view.folded.text
+    scores = []
+    if prefix:
+        before = text[max(0, place.folded_start - len(prefix) - 1) : place.folded_start].rstrip()
+        scores.append(fuzz.ratio(prefix, before[-len(prefix) :]))
+    if suffix:
+        after = text[place.folded_end : place.folded_end + len(suffix) + 1].lstrip()
+        scores.append(fuzz.ratio(suffix, after[: len(suffix)]))
+    return sum(scores) / len(scores)
+
+
+def _choose(
+    places: list[Place], view: DocumentView, prefix: str, suffix: str, threshold: float
+) -> Place | None:
+    """The one place the evidence supports, or None when it does not single one out."""
+    best = max(places, key=lambda p: p.similarity)
+    if best.similarity < threshold:
+        return None
+    margin = FUZZY_MARGIN if best.method == "fuzzy" else 0.0
+    contenders = [p for p in places if p.similarity >= best.similarity - margin]
+    if len(contenders) == 1:
+        return best
+    if not (prefix or suffix):
+        return None
+    ranked = sorted(
+        ((_context_score(view, p, prefix, suffix), p) for p in contenders),
+        key=lambda scored: scored[0],
+        reverse=True,
+    )
+    (top_score, top), (second_score, _) = ranked[0], ranked[1]
+    if top_score >= CONTEXT_FLOOR and top_score - second_score >= CONTEXT_MARGIN:
+        return top
+    return None
+
+
+def relocate(
+    quote: FoldedQuote,
+    view: DocumentView,
+    *,
+    threshold: float,
+    prefix: str | None = None,
+    suffix: str | None = None,
+    cited_chunk_id: str | None = None,
+) -> Relocation:
+    """Find ``quote`` in ``view``; prefer the cited chunk when several chunks hold the place."""
+    if not quote.text:
+        return Relocation(NOT_FOUND)
+    places = _verbatim_places(quote, view)
+    if not places and len(quote.text) >= MIN_FUZZY_LENGTH:
+        places = _fuzzy_places(quote, view, threshold)
+    if not places:
+        return Relocation(NOT_FOUND)
+    folded_prefix = fold(prefix).strip() if prefix else ""
+    folded_suffix = fold(suffix).strip() if suffix else ""
+    winner = _choose(places, view, folded_prefix, folded_suffix, threshold)
+    if winner is None:
+        best = max(place.similarity for place in places)
+        outcome = AMBIGUOUS if best >= threshold else NOT_FOUND
+        return Relocation(outcome, candidates=len(places))
+    holders = view.chunks_holding(winner.start, winner.end)
+    if not holders:
+        return Relocation(STRADDLES, winner, candidates=len(places))
+    chosen = next((h for h in holders if h.chunk.chunk_id == cited_chunk_id), holders[0])
+    return Relocation(FOUND, winner, chosen, candidates=len(places))

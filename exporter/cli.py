@@ -1,0 +1,323 @@
+"""The ``citation-exporter`` command: arguments in, wiring out; no business logic here.
+
+Exit codes are part of the contract, so a deploy pipeline can gate on ``sweep``:
+0 drift within the gate, 1 drift above ``--fail-above``, 2 usage error or unreadable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import IO, NoReturn
+
+import orjson
+from tqdm import tqdm
+
+from exporter import __version__
+from exporter.checks.engine import DEFAULT_HIGH_SEVERITY_TOPICS, Policy
+from exporter.outputs.report import SweepSummary
+from exporter.records.jsonl import input_size, open_output
+from exporter.simulate.files import write_scenario
+from exporter.simulate.scenario import ScenarioConfig, build_scenario
+from exporter.sweep import load_store, run_sweep
+
+__all__ = ["main"]
+
+EXIT_OK = 0
+EXIT_GATE_FAILED = 1
+EXIT_USAGE = 2
+
+_SWEEP_EXAMPLES = """\
+examples:
+  # check an archive after a re-index; fail the deploy when more than 1% drifted
+  citation-exporter sweep --chunks chunks.jsonl.gz --citations citations.jsonl.gz \\
+      --out verdicts.jsonl.gz
+
+  # the same as a JSON summary, for a CI step to parse
+  citation-exporter sweep --chunks chunks.jsonl --citations - --format json < answers.jsonl
+
+  # try it on built-in example data (a re-chunked, re-extracted and refreshed store)
+  citation-exporter sweep --example
+
+exit status: 0 drift ratio <= --fail-above, 1 above it, 2 usage error or unreadable input.
+"""
+
+_SIMULATE_EXAMPLES = """\
+examples:
+  citation-exporter simulate --out /tmp/scenario --answers 5000 --seed 42
+  citation-exporter sweep --chunks /tmp/scenario/chunks.jsonl \\
+      --citations /tmp/scenario/citations.jsonl --out /tmp/scenario/verdicts.jsonl
+
+files written: chunks.before.jsonl (the store the answers were written against), chunks.jsonl
+(that store followed by the changes, as a compacted topic replays it), citations.jsonl (answer
+events and standalone citations mixed), expected.jsonl (the verdict each citation should get),
+scenario.json (parameters and counts).
+"""
+
+
+class _UsageError(Exception):
+    """A problem with the command line or its files: exit 2 with a one-line message."""
+
+
+def _ratio(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be a ratio between 0 and 1, got {text}")
+    return value
+
+
+def _threshold(text: str) -> float:
+    value = float(text)
+    if not 0.0 < value <= 100.0:
+        raise argparse.ArgumentTypeError(f"must be a similarity in (0, 100], got {text}")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def _topics(text: str) -> frozenset[str]:
+    return frozenset(t.strip() for t in text.split(",") if t.strip())
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="citation-exporter",
+        description="Keep the citations of a RAG system honest: check stored citations against "
+        "the live document store, repair drifted offsets, and tell drift from superseded "
+        "documents.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    sweep = commands.add_parser(
+        "sweep",
+        help="check an archive of citations against the live chunk store (a deploy gate)",
+        description="Check every stored citation against the live chunk store. Writes one "
+        "verdict per input citation and prints a summary with the drift ratio and the "
+        "superseded ratio shown apart.",
+        epilog=_SWEEP_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    inputs = sweep.add_argument_group("inputs (.jsonl, .jsonl.gz, or - for stdin)")
+    inputs.add_argument(
+        "--chunks", metavar="FILE", help="live chunk records; last per chunk_id wins"
+    )
+    inputs.add_argument(
+        "--citations", metavar="FILE", help="citation records and answer events, mixed"
+    )
+    inputs.add_argument(
+        "--example",
+        action="store_true",
+        help="generate a built-in example scenario and sweep it (no files needed)",
+    )
+    sweep.add_argument(
+        "--out", metavar="FILE", help="write verdicts as JSONL here (.gz compresses, - is stdout)"
+    )
+    sweep.add_argument(
+        "--fail-above",
+        type=_ratio,
+        default=0.01,
+        metavar="RATIO",
+        help="exit 1 when drift / valid citations exceeds this (default: %(default)s)",
+    )
+    sweep.add_argument(
+        "--threshold",
+        type=_threshold,
+        default=98.0,
+        metavar="N",
+        help="minimum folded similarity (0-100) for a quote to match (default: %(default)s)",
+    )
+    sweep.add_argument(
+        "--high-severity-topics",
+        type=_topics,
+        default=DEFAULT_HIGH_SEVERITY_TOPICS,
+        metavar="LIST",
+        help="comma-separated topics whose unrepairable claims are suppressed rather than "
+        "degraded to a document citation (default: legal,pricing,security)",
+    )
+    sweep.add_argument("--format", choices=("text", "json"), default="text", help="summary format")
+    sweep.add_argument(
+        "--no-progress", action="store_true", help="no progress bar, even on a terminal"
+    )
+
+    simulate = commands.add_parser(
+        "simulate",
+        help="write a seeded, realistic scenario with expected verdicts",
+        description="Generate documents, chunks, answers with citations, the live store after "
+        "a chunk-size change, a re-extraction, a content refresh, silent edits and deletions, "
+        "and the expected verdict for every citation.",
+        epilog=_SIMULATE_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    defaults = ScenarioConfig()
+    simulate.add_argument("--out", metavar="DIR", required=True, help="directory to write into")
+    simulate.add_argument("--seed", type=int, default=defaults.seed, help="default: %(default)s")
+    simulate.add_argument(
+        "--answers", type=_positive, default=defaults.answers, help="default: %(default)s"
+    )
+    simulate.add_argument(
+        "--documents", type=_positive, default=None, help="default: answers / 40, at least 10"
+    )
+    simulate.add_argument(
+        "--chunk-size",
+        type=_positive,
+        default=defaults.chunk_size,
+        metavar="CHARS",
+        help="chunk size before the change (default: %(default)s)",
+    )
+    simulate.add_argument(
+        "--new-chunk-size",
+        type=_positive,
+        default=defaults.new_chunk_size,
+        metavar="CHARS",
+        help="chunk size of re-chunked documents (default: %(default)s)",
+    )
+    for change in ("resize", "retypeset", "refresh", "silent-edit", "delete"):
+        key = f"{change.replace('-', '_')}_share"
+        simulate.add_argument(
+            f"--{change}-share",
+            type=_ratio,
+            default=getattr(defaults, key),
+            metavar="F",
+            help=f"share of documents that get the {change} change (default: %(default)s)",
+        )
+    simulate.add_argument(
+        "--context-share",
+        type=_ratio,
+        default=defaults.context_share,
+        metavar="F",
+        help="share of citations stored with prefix/suffix (default: %(default)s)",
+    )
+    simulate.add_argument(
+        "--invalid-lines",
+        type=int,
+        default=0,
+        metavar="N",
+        help="malformed citation lines to mix in (default: %(default)s)",
+    )
+    simulate.add_argument("--gzip", action="store_true", help="write .jsonl.gz files")
+    return parser
+
+
+@contextmanager
+def _progress_bar(path: str, enabled: bool) -> Iterator[Callable[[int], None] | None]:
+    size = input_size(path)
+    if not enabled or size is None or not sys.stderr.isatty():
+        yield None
+        return
+    with tqdm(total=size, unit="B", unit_scale=True, desc="sweep", file=sys.stderr) as bar:
+
+        def update(position: int) -> None:
+            bar.update(position - bar.n)
+
+        yield update
+
+
+def _sweep_files(
+    args: argparse.Namespace,
+) -> tuple[str, str, tempfile.TemporaryDirectory[str] | None]:
+    if args.example:
+        if args.chunks or args.citations:
+            raise _UsageError("--example generates its own inputs; drop --chunks/--citations")
+        workdir = tempfile.TemporaryDirectory(prefix="citation-example-")
+        paths = write_scenario(build_scenario(ScenarioConfig(answers=4000)), Path(workdir.name))
+        print(
+            f"example: 4,000 answers over a store where some documents were re-chunked, "
+            f"re-extracted, refreshed, silently edited or deleted ({workdir.name})",
+            file=sys.stderr,
+        )
+        return str(paths["chunks"]), str(paths["citations"]), workdir
+    if not args.chunks or not args.citations:
+        raise _UsageError("sweep needs --chunks FILE and --citations FILE (or --example)")
+    if args.chunks == "-" and args.citations == "-":
+        raise _UsageError("only one of --chunks and --citations can read stdin")
+    return args.chunks, args.citations, None
+
+
+def _run_sweep(args: argparse.Namespace) -> int:
+    chunks, citations, workdir = _sweep_files(args)
+    policy = Policy(threshold=args.threshold, high_severity_topics=args.high_severity_topics)
+    summary = SweepSummary()
+    with workdir or nullcontext():
+        try:
+            store = load_store(chunks, summary)
+        except OSError as exc:
+            raise _UsageError(f"cannot read --chunks {chunks}: {exc}") from None
+        output = open_output(args.out) if args.out else nullcontext(None)
+        try:
+            with output as out, _progress_bar(citations, not args.no_progress) as progress:
+                run_sweep(store, citations, policy, summary, out=out, progress=progress)
+        except OSError as exc:
+            raise _UsageError(
+                f"cannot read --citations {citations} or write --out: {exc}"
+            ) from None
+    report_to: IO[str] = sys.stderr if args.out == "-" else sys.stdout
+    if args.format == "json":
+        report_to.write(orjson.dumps(summary.to_json(args.fail_above)).decode() + "\n")
+    else:
+        report_to.write(summary.render_text(args.fail_above) + "\n")
+    return EXIT_OK if summary.passed(args.fail_above) else EXIT_GATE_FAILED
+
+
+def _run_simulate(args: argparse.Namespace) -> int:
+    config = ScenarioConfig(
+        seed=args.seed,
+        answers=args.answers,
+        documents=args.documents,
+        chunk_size=args.chunk_size,
+        new_chunk_size=args.new_chunk_size,
+        resize_share=args.resize_share,
+        retypeset_share=args.retypeset_share,
+        refresh_share=args.refresh_share,
+        silent_edit_share=args.silent_edit_share,
+        delete_share=args.delete_share,
+        context_share=args.context_share,
+        invalid_lines=args.invalid_lines,
+    )
+    try:
+        config.validate()
+    except ValueError as exc:
+        raise _UsageError(str(exc)) from None
+    try:
+        paths = write_scenario(build_scenario(config), Path(args.out), compress=args.gzip)
+    except OSError as exc:
+        raise _UsageError(f"cannot write scenario to {args.out}: {exc}") from None
+    summary = orjson.loads(paths["summary"].read_bytes())
+    print(
+        f"wrote {summary['citations']:,} citations over {summary['documents']:,} documents "
+        f"to {args.out}; expected: "
+        + ", ".join(f"{k} {v:,}" for k, v in sorted(summary["expected_statuses"].items()))
+    )
+    return EXIT_OK
+
+
+def _fail(message: str) -> NoReturn:
+    print(f"citation-exporter: error: {message}", file=sys.stderr)
+    raise SystemExit(EXIT_USAGE)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit status."""
+    args = _build_parser().parse_args(argv)
+    try:
+        if args.command == "sweep":
+            return _run_sweep(args)
+        return _run_simulate(args)
+    except _UsageError as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        print("citation-exporter: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,243 @@
+"""The sweep summary: what an engineer reads at a glance after a re-index, as text or JSON.
+
+Drift and superseded are always reported apart: a content refresh (superseded) is routine, drift
+is a fault in the parse/chunk pipeline. The shift distribution shows whether the drift has one
+systematic cause (a tight cluster) or many (scattered shifts).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from exporter.checks.verdict import Status, Verdict
+
+__all__ = ["SHIFT_BOUNDS", "ShiftCluster", "SweepSummary", "shift_clusters"]
+
+# Signed, symmetric bucket bounds: fine near 0, up to several thousand characters either way.
+_POSITIVE = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
+SHIFT_BOUNDS: tuple[int, ...] = (*(-b for b in reversed(_POSITIVE)), 0, *_POSITIVE)
+
+_BAR_WIDTH = 40
+_MAX_ERRORS_KEPT = 20
+
+
+@dataclass(frozen=True, slots=True)
+class ShiftCluster:
+    """Shifts that lie close together; ``share`` is of all repaired drift with a known shift."""
+
+    center: int
+    low: int
+    high: int
+    count: int
+    share: float
+
+
+def shift_clusters(
+    shifts: Counter[int], *, top: int = 3, min_share: float = 0.05
+) -> list[ShiftCluster]:
+    """Group shift values whose neighbours are within 2% (at least 4 characters) of each other."""
+    total = sum(shifts.values())
+    if not total:
+        return []
+    groups: list[list[int]] = []
+    for value in sorted(shifts):
+        if groups and value - groups[-1][-1] <= max(4, abs(value) // 50):
+            groups[-1].append(value)
+        else:
+            groups.append([value])
+    clusters = []
+    for group in groups:
+        count = sum(shifts[v] for v in group)
+        running, center = 0, group[0]
+        for value in group:  # weighted median
+            running += shifts[value]
+            if running * 2 >= count:
+                center = value
+                break
+        clusters.append(ShiftCluster(center, group[0], group[-1], count, count / total))
+    clusters.sort(key=lambda c: c.count, reverse=True)
+    return [c for c in clusters[:top] if c.share >= min_share]
+
+
+def _bucket_label(index: int) -> str:
+    """Label of bucket ``index`` of SHIFT_BOUNDS plus the two open ends."""
+    bounds = SHIFT_BOUNDS
+    if index == 0:
+        return f"< {bounds[0]}"
+    if index == len(bounds):
+        return f">= {bounds[-1]}"
+    low, high = bounds[index - 1], bounds[index]
+    return str(low) if high - low == 1 else f"[{low}, {high})"
+
+
+def _histogram(shifts: Counter[int]) -> list[tuple[str, int]]:
+    counts = [0] * (len(SHIFT_BOUNDS) + 1)
+    for value, count in shifts.items():
+        counts[bisect_right(SHIFT_BOUNDS, value)] += count
+    used = [i for i, c in enumerate(counts) if c]
+    if not used:
+        return []
+    return [(_bucket_label(i), counts[i]) for i in range(used[0], used[-1] + 1)]
+
+
+@dataclass
+class SweepSummary:
+    """Accumulates verdicts in constant memory (shifts are kept as a value -> count map)."""
+
+    statuses: Counter[str] = field(default_factory=Counter)
+    reasons: Counter[tuple[str, str]] = field(default_factory=Counter)
+    methods: Counter[str] = field(default_factory=Counter)
+    shifts: Counter[int] = field(default_factory=Counter)
+    unknown_shifts: int = 0
+    invalid_chunk_records: int = 0
+    errors: list[str] = field(default_factory=list)
+    chunks_loaded: int = 0
+    documents_loaded: int = 0
+    elapsed_seconds: float = 0.0
+
+    def add(self, verdict: Verdict) -> None:
+        status = verdict.status
+        self.statuses[status] += 1
+        if status is Status.OK:
+            return
+        if verdict.reason is not None:
+            self.reasons[(status.value, verdict.reason)] += 1
+        repair = verdict.repair
+        if repair is not None:
+            self.methods[repair.method] += 1
+            if repair.shift is None:
+                self.unknown_shifts += 1
+            else:
+                self.shifts[repair.shift] += 1
+
+    def note_error(self, message: str) -> None:
+        """Keep the first few error messages for the report (all of them are counted)."""
+        if len(self.errors) < _MAX_ERRORS_KEPT:
+            self.errors.append(message)
+
+    @property
+    def citations(self) -> int:
+        return sum(self.statuses.values())
+
+    @property
+    def valid(self) -> int:
+        return self.citations - self.statuses[Status.INVALID]
+
+    @property
+    def drift(self) -> int:
+        return self.statuses[Status.DRIFT_REPAIRED] + self.statuses[Status.DRIFT_UNREPAIRED]
+
+    @property
+    def drift_ratio(self) -> float:
+        return self.drift / self.valid if self.valid else 0.0
+
+    @property
+    def superseded_ratio(self) -> float:
+        return self.statuses[Status.SUPERSEDED] / self.valid if self.valid else 0.0
+
+    @property
+    def citations_per_second(self) -> float:
+        return self.citations / self.elapsed_seconds if self.elapsed_seconds > 0 else 0.0
+
+    def passed(self, fail_above: float) -> bool:
+        return self.drift_ratio <= fail_above
+
+    def to_json(self, fail_above: float) -> dict[str, Any]:
+        return {
+            "citations": self.citations,
+            "valid_citations": self.valid,
+            "statuses": {status.value: self.statuses[status] for status in Status},
+            "reasons": [
+                {"status": status, "reason": reason, "count": count}
+                for (status, reason), count in sorted(self.reasons.items())
+            ],
+            "drift_ratio": self.drift_ratio,
+            "superseded_ratio": self.superseded_ratio,
+            "fail_above": fail_above,
+            "passed": self.passed(fail_above),
+            "repair_methods": dict(sorted(self.methods.items())),
+            "shift": {
+                "known": sum(self.shifts.values()),
+                "unknown": self.unknown_shifts,
+                "histogram": [{"bucket": b, "count": c} for b, c in _histogram(self.shifts)],
+                "clusters": [
+                    {
+                        "center": c.center,
+                        "low": c.low,
+                        "high": c.high,
+                        "count": c.count,
+                        "share": round(c.share, 4),
+                    }
+                    for c in shift_clusters(self.shifts)
+                ],
+            },
+            "chunks_loaded": self.chunks_loaded,
+            "documents_loaded": self.documents_loaded,
+            "invalid_chunk_records": self.invalid_chunk_records,
+            "errors": self.errors,
+            "elapsed_seconds": round(self.elapsed_seconds, 3),
+            "citations_per_second": round(self.citations_per_second, 1),
+        }
+
+    def render_text(self, fail_above: float) -> str:
+        total = self.citations
+        lines = [
+            f"citation sweep: {total:,} citations checked against {self.documents_loaded:,} "
+            f"live documents ({self.chunks_loaded:,} chunks) in {self.elapsed_seconds:.2f} s "
+            f"({self.citations_per_second:,.0f} citations/s)",
+            "",
+        ]
+        for status in Status:
+            count = self.statuses[status]
+            share = count / total if total else 0.0
+            lines.append(f"  {status.value:<18}{count:>10,}  {share:7.2%}")
+        verdict = "PASS" if self.passed(fail_above) else "FAIL"
+        lines += [
+            "",
+            f"  drift ratio       {self.drift_ratio:7.2%}   gate: fail above {fail_above:.2%} "
+            f"-> {verdict}",
+            f"  superseded ratio  {self.superseded_ratio:7.2%}   content refreshed upstream; "
+            "not drift, pinned to archived versions",
+        ]
+        if self.reasons:
+            lines += ["", "  reasons:"]
+            for (status_name, reason), count in self.reasons.most_common():
+                lines.append(f"    {status_name:<18}{reason:<18}{count:>10,}")
+        histogram = _histogram(self.shifts)
+        if histogram:
+            peak = max(c for _, c in histogram)
+            lines += [
+                "",
+                "  shift of repaired drift (characters; where the quote is now minus "
+                "where the span points):",
+            ]
+            for label, count in histogram:
+                bar = "#" * max(1 if count else 0, round(count / peak * _BAR_WIDTH))
+                lines.append(f"    {label:>16} | {bar:<{_BAR_WIDTH}} {count:,}")
+            if self.unknown_shifts:
+                lines.append(
+                    f"    {'unknown':>16} | {self.unknown_shifts:,} "
+                    "(cited chunk gone, or no chunk offsets)"
+                )
+            clusters = shift_clusters(self.shifts)
+            if clusters:
+                described = ", ".join(
+                    f"{c.center:+d} ({c.low:+d}..{c.high:+d}, {c.share:.0%})" for c in clusters
+                )
+                lines.append(f"  main shift clusters: {described}")
+                if clusters[0].share >= 0.5:
+                    lines.append(
+                        "  one cluster holds most of the drift: a systematic cause "
+                        "(a chunker or parser change) is likely"
+                    )
+        if self.invalid_chunk_records or self.statuses[Status.INVALID]:
+            lines += [
+                "",
+                f"  invalid chunk records: {self.invalid_chunk_records:,}; "
+                f"invalid citations: {self.statuses[Status.INVALID]:,}",
+            ]
+            lines += [f"    {message}" for message in self.errors]
+        return "\n".join(lines)

@@ -1,0 +1,46 @@
+"""Verdicts as JSON: the record the serving side acts on, one per input citation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from exporter.checks.verdict import Verdict
+
+__all__ = ["verdict_json", "verdict_record"]
+
+
+def verdict_record(verdict: Verdict, **where: Any) -> dict[str, Any]:
+    """The verdict as a JSON-ready dict; ``where`` adds provenance (file, line, offset...)."""
+    repair = verdict.repair
+    record: dict[str, Any] = {
+        "citation_id": verdict.citation_id,
+        "answer_id": verdict.answer_id,
+        "doc_id": verdict.doc_id,
+        "status": verdict.status,
+        "reason": verdict.reason,
+        "failed_check": verdict.failed_check,
+        "similarity": None if verdict.similarity is None else round(verdict.similarity, 2),
+        "recorded_version": verdict.recorded_version,
+        "live_version": verdict.live_version,
+        "action": verdict.action,
+        "repair": None
+        if repair is None
+        else {
+            "chunk_id": repair.chunk_id,
+            "chunk_span": [repair.start, repair.end],
+            "similarity": round(repair.similarity, 2),
+            "method": repair.method,
+            "shift": repair.shift,
+        },
+    }
+    if verdict.error is not None:
+        record["error"] = verdict.error
+    record.update(where)
+    return record
+
+
+def verdict_json(verdict: Verdict, **where: Any) -> bytes:
+    """One JSONL line (with its newline)."""
+    return orjson.dumps(verdict_record(verdict, **where), option=orjson.OPT_APPEND_NEWLINE)

@@ -1,0 +1,222 @@
+"""Decode JSON values into records, or say exactly what is wrong with them.
+
+Validation is written out by hand rather than through a schema library: it runs once per
+citation on the hottest path of a sweep, and its messages are what an engineer reads when a
+producer ships a bad record, so both speed and wording are ours to control.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from exporter.records.schema import Chunk, ChunkDeletion, Citation, InvalidCitation
+
+__all__ = [
+    "RecordError",
+    "decode_chunk",
+    "decode_citations",
+    "parse_json",
+]
+
+
+class RecordError(ValueError):
+    """A record that breaks the contract; the message names the field and the problem."""
+
+
+def parse_json(data: bytes | str) -> Any:
+    """Parse one JSON value, turning decoder errors into :class:`RecordError`."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        stripped = data.rstrip()
+        if len(stripped) != len(data):  # report what is wrong with the record, not its newline
+            return parse_json(stripped)
+        raise RecordError(f"not valid JSON: {exc}") from None
+
+
+def _type_name(value: object) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _required_str(obj: dict[str, Any], key: str) -> str:
+    value = obj.get(key)
+    if type(value) is str and value:
+        return value
+    if value is None and key not in obj:
+        raise RecordError(f"missing required field '{key}'")
+    raise RecordError(f"'{key}' must be a non-empty string, got {_type_name(value)}")
+
+
+def _optional_str(obj: dict[str, Any], key: str) -> str | None:
+    value = obj.get(key)
+    if value is None or type(value) is str:
+        return value
+    raise RecordError(f"'{key}' must be a string, got {_type_name(value)}")
+
+
+def _optional_count(obj: dict[str, Any], key: str) -> int | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if type(value) is int and value >= 0:
+        return value
+    raise RecordError(f"'{key}' must be a non-negative integer, got {value!r}")
+
+
+def _optional_timestamp(obj: dict[str, Any], key: str) -> str | None:
+    value = _optional_str(obj, key)
+    if value is not None:
+        try:
+            datetime.fromisoformat(value)
+        except ValueError:
+            raise RecordError(f"'{key}' must be an RFC 3339 timestamp, got {value!r}") from None
+    return value
+
+
+def _as_object(value: object, what: str) -> dict[str, Any]:
+    if type(value) is not dict:
+        raise RecordError(f"{what} must be a JSON object, got {_type_name(value)}")
+    return value
+
+
+def decode_chunk(value: object) -> Chunk | ChunkDeletion:
+    """Decode a chunk record (or a deletion) from a parsed JSON value."""
+    obj = _as_object(value, "a chunk record")
+    chunk_id = _required_str(obj, "chunk_id")
+    if obj.get("deleted") is True:
+        return ChunkDeletion(chunk_id)
+    text = obj.get("text")
+    if type(text) is not str:
+        if "text" not in obj:
+            raise RecordError("missing required field 'text'")
+        raise RecordError(f"'text' must be a string, got {_type_name(text)}")
+    return Chunk(
+        doc_id=_required_str(obj, "doc_id"),
+        doc_version=_required_str(obj, "doc_version"),
+        chunk_id=chunk_id,
+        text=text,
+        ordinal=_optional_count(obj, "ordinal"),
+        doc_offset=_optional_count(obj, "doc_offset"),
+        source=_optional_str(obj, "source"),
+        chunker=_optional_str(obj, "chunker"),
+    )
+
+
+def _span(obj: dict[str, Any]) -> tuple[int, int]:
+    span = obj.get("chunk_span")
+    if (
+        type(span) is list
+        and len(span) == 2
+        and type(span[0]) is int
+        and type(span[1]) is int
+        and 0 <= span[0] < span[1]
+    ):
+        return span[0], span[1]
+    if span is None and "chunk_span" not in obj:
+        raise RecordError("missing required field 'chunk_span'")
+    raise RecordError(f"'chunk_span' must be [start, end] with 0 <= start < end, got {span!r}")
+
+
+def _quote(obj: dict[str, Any]) -> str:
+    quote = _required_str(obj, "quote")
+    if quote.isspace():
+        raise RecordError("'quote' must contain text, got only whitespace")
+    return quote
+
+
+def _citation(obj: dict[str, Any], answer_id: str | None, topic: str | None) -> Citation:
+    if answer_id is not None:
+        own = obj.get("answer_id", answer_id)
+        if own != answer_id:
+            raise RecordError(f"'answer_id' {own!r} differs from its answer's {answer_id!r}")
+    else:
+        answer_id = _required_str(obj, "answer_id")
+    start, end = _span(obj)
+    own_topic = _optional_str(obj, "topic")
+    return Citation(
+        citation_id=_required_str(obj, "citation_id"),
+        answer_id=answer_id,
+        doc_id=_required_str(obj, "doc_id"),
+        doc_version=_required_str(obj, "doc_version"),
+        chunk_id=_required_str(obj, "chunk_id"),
+        start=start,
+        end=end,
+        quote=_quote(obj),
+        prefix=_optional_str(obj, "prefix"),
+        suffix=_optional_str(obj, "suffix"),
+        emitted_at=_optional_timestamp(obj, "emitted_at"),
+        topic=own_topic if own_topic is not None else topic,
+        source=_optional_str(obj, "source"),
+        sentence_index=_optional_count(obj, "sentence_index"),
+    )
+
+
+def _invalid(error: str, raw: object, answer_id: str | None, index: int | None) -> InvalidCitation:
+    """Keep whatever identifies the broken citation, so its owner can find it."""
+    obj = raw if type(raw) is dict else {}
+    citation_id = obj.get("citation_id")
+    doc_id = obj.get("doc_id")
+    return InvalidCitation(
+        error=error,
+        citation_id=citation_id if type(citation_id) is str else None,
+        answer_id=answer_id,
+        doc_id=doc_id if type(doc_id) is str else None,
+        index=index,
+    )
+
+
+def _answer_header(obj: dict[str, Any]) -> tuple[str, str | None]:
+    answer_id = _required_str(obj, "answer_id")
+    _optional_timestamp(obj, "emitted_at")
+    topic = _optional_str(obj, "topic")
+    sentences = obj.get("sentences")
+    if sentences is not None and not (
+        type(sentences) is list and all(type(s) is str for s in sentences)
+    ):
+        raise RecordError("'sentences' must be a list of strings")
+    return answer_id, topic
+
+
+def decode_citations(value: object) -> Iterator[Citation | InvalidCitation]:
+    """Decode a citation record or an answer event into its citations.
+
+    Yields one item per citation: a :class:`Citation`, or an :class:`InvalidCitation` saying
+    why that one could not be used. A record that is not even an object yields one invalid item.
+    """
+    if type(value) is not dict:
+        yield InvalidCitation(f"a citation record must be a JSON object, got {_type_name(value)}")
+        return
+    obj: dict[str, Any] = value
+    if "citations" not in obj:
+        try:
+            yield _citation(obj, None, None)
+        except RecordError as exc:
+            answer_id = obj.get("answer_id")
+            yield _invalid(str(exc), obj, answer_id if type(answer_id) is str else None, None)
+        return
+
+    citations = obj["citations"]
+    if type(citations) is not list:
+        raw_id = obj.get("answer_id")
+        yield InvalidCitation(
+            f"'citations' must be a list, got {_type_name(citations)}",
+            answer_id=raw_id if type(raw_id) is str else None,
+        )
+        return
+    try:
+        answer_id, topic = _answer_header(obj)
+    except RecordError as exc:
+        raw_id = obj.get("answer_id")
+        own_id = raw_id if type(raw_id) is str else None
+        for index, raw in enumerate(citations):
+            yield _invalid(f"answer event: {exc}", raw, own_id, index)
+        return
+    for index, raw in enumerate(citations):
+        try:
+            yield _citation(_as_object(raw, "a citation"), answer_id, topic)
+        except RecordError as exc:
+            yield _invalid(str(exc), raw, answer_id, index)

@@ -1,0 +1,66 @@
+"""The record contract: the live chunks and the stored citations, as typed values.
+
+Offsets are Unicode code points (Python ``str`` indices) with an exclusive end. These types carry
+no behaviour; decoding and validation live in :mod:`exporter.records.decode`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Chunk", "ChunkDeletion", "Citation", "InvalidCitation"]
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One live chunk; the last record per ``chunk_id`` wins."""
+
+    doc_id: str
+    doc_version: str
+    chunk_id: str
+    text: str
+    ordinal: int | None = None
+    doc_offset: int | None = None
+    source: str | None = None
+    chunker: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkDeletion:
+    """``{"chunk_id": ..., "deleted": true}``: the chunk is gone from the live store."""
+
+    chunk_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """One stored citation: where an answer said its evidence was, and what it read there."""
+
+    citation_id: str
+    answer_id: str
+    doc_id: str
+    doc_version: str
+    chunk_id: str
+    start: int
+    end: int
+    quote: str
+    prefix: str | None = None
+    suffix: str | None = None
+    emitted_at: str | None = None
+    topic: str | None = None
+    source: str | None = None
+    sentence_index: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InvalidCitation:
+    """A citation (or a whole input record) that could not be decoded, and why.
+
+    It still yields a verdict: every input citation is accounted for.
+    """
+
+    error: str
+    citation_id: str | None = None
+    answer_id: str | None = None
+    doc_id: str | None = None
+    index: int | None = None

@@ -1,0 +1,389 @@
+"""A seeded, realistic scenario: a document store, answers citing it, then the store after change.
+
+Every document goes through at most one change, drawn by share:
+
+- ``resize``: re-chunked with a larger chunk size (the 400 -> 512 token case): drift;
+- ``retypeset``: re-extracted by another parser: same words, new typography and line wrapping,
+  same sentence groups per chunk: drift that folding must repair, never leave unrepaired;
+- ``refresh``: reworded and reissued under a new version: superseded, never relocated;
+- ``silent_edit``: reworded *without* a version bump: the edited sentences are not found;
+- ``delete``: removed from the store.
+
+The expected verdict of every citation is computed from the ground truth the generator keeps
+(where each sentence sits in each rendering), not by running the relocator.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from exporter.checks.compare import FoldedQuote, text_matches
+from exporter.simulate.chunker import CutChunk, cut_by_groups, pack_sentences
+from exporter.simulate.text import (
+    BOILERPLATE,
+    Document,
+    Rendering,
+    Style,
+    make_document,
+    make_sentence,
+    render,
+)
+
+__all__ = ["CHANGES", "Scenario", "ScenarioConfig", "build_scenario"]
+
+CHANGES = ("none", "resize", "retypeset", "refresh", "silent_edit", "delete")
+TOPICS = ("pricing", "security", "legal", "billing", "product", "onboarding", "support", "api")
+SOURCES = ("acme-docs", "globex-kb", "initech-wiki", "umbrella-pdf")
+CONTEXT_LENGTH = 32
+_STOCK = frozenset(tuple(s.split(" ")) for s in BOILERPLATE)
+_EPOCH = datetime(2026, 10, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class ScenarioConfig:
+    """Knobs of the generator; shares are fractions of documents."""
+
+    seed: int = 7
+    answers: int = 2000
+    documents: int | None = None
+    chunk_size: int = 1600
+    new_chunk_size: int = 2048
+    resize_share: float = 0.10
+    retypeset_share: float = 0.05
+    refresh_share: float = 0.05
+    silent_edit_share: float = 0.02
+    delete_share: float = 0.02
+    context_share: float = 0.6
+    boilerplate_share: float = 0.3
+    standalone_share: float = 0.2
+    invalid_lines: int = 0
+    threshold: float = 98.0
+
+    @property
+    def document_count(self) -> int:
+        return self.documents if self.documents is not None else max(10, self.answers // 40)
+
+    def shares(self) -> dict[str, float]:
+        return {
+            "resize": self.resize_share,
+            "retypeset": self.retypeset_share,
+            "refresh": self.refresh_share,
+            "silent_edit": self.silent_edit_share,
+            "delete": self.delete_share,
+        }
+
+    def validate(self) -> None:
+        shares = self.shares()
+        if any(not 0.0 <= s <= 1.0 for s in shares.values()) or sum(shares.values()) > 1.0:
+            raise ValueError("change shares must each be in [0, 1] and add up to at most 1")
+        if self.answers < 1 or self.document_count < 1:
+            raise ValueError("need at least one answer and one document")
+        if not 0 < self.chunk_size < self.new_chunk_size:
+            raise ValueError("new chunk size must be larger than the chunk size")
+
+
+@dataclass
+class _Doc:
+    doc_id: str
+    source: str
+    change: str
+    document: Document
+    rendering: Rendering
+    chunks: list[CutChunk]
+    # after the change
+    version: str = "v1"
+    new_rendering: Rendering | None = None
+    new_chunks: list[CutChunk] = field(default_factory=list)
+    edited: frozenset[int] = frozenset()
+    new_chunker: str = ""
+
+
+@dataclass
+class Scenario:
+    """Everything a scenario writes, as JSON-ready records."""
+
+    config: ScenarioConfig
+    chunks_before: list[dict[str, Any]]
+    chunk_updates: list[dict[str, Any]]
+    citation_lines: list[dict[str, Any] | bytes]
+    expected: list[dict[str, Any]]
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "config": asdict(self.config),
+            "documents": self.config.document_count,
+            "chunks_before": len(self.chunks_before),
+            "chunk_updates": len(self.chunk_updates),
+            "citations": len(self.expected),
+            "invalid_lines": self.config.invalid_lines,
+            "expected_statuses": dict(Counter(e["status"] for e in self.expected)),
+            "changes": dict(Counter(e["change"] for e in self.expected)),
+        }
+
+
+def _plan_changes(rng: random.Random, config: ScenarioConfig) -> list[str]:
+    count = config.document_count
+    plan: list[str] = []
+    for change, share in config.shares().items():
+        plan += [change] * round(share * count)
+    plan = plan[:count] + ["none"] * max(0, count - len(plan))
+    rng.shuffle(plan)
+    return plan
+
+
+def _chunk_records(
+    doc: _Doc, chunks: list[CutChunk], version: str, chunker: str
+) -> list[dict[str, Any]]:
+    return [
+        {
+            "doc_id": doc.doc_id,
+            "doc_version": version,
+            "chunk_id": f"{doc.doc_id}#{c.ordinal}",
+            "text": c.text,
+            "ordinal": c.ordinal,
+            "doc_offset": c.doc_offset,
+            "source": doc.source,
+            "chunker": chunker,
+        }
+        for c in chunks
+    ]
+
+
+def _reword(
+    rng: random.Random, document: Document, share: float, insert: float
+) -> tuple[Document, frozenset[int]]:
+    """Replace a share of the non-stock sentences (and maybe insert new ones)."""
+    taken = {s for s in document.sentences()}
+    edited: set[int] = set()
+    paragraphs = []
+    index = 0
+    for paragraph in document.paragraphs:
+        sentences = []
+        for sentence in paragraph:
+            if sentence not in _STOCK and rng.random() < share:
+                replacement = tuple(make_sentence(rng))
+                while replacement in taken:
+                    replacement = tuple(make_sentence(rng))
+                taken.add(replacement)
+                sentences.append(replacement)
+                edited.add(index)
+            else:
+                sentences.append(sentence)
+            if insert and rng.random() < insert:
+                extra = tuple(make_sentence(rng))
+                if extra not in taken:
+                    taken.add(extra)
+                    sentences.append(extra)
+            index += 1
+        paragraphs.append(tuple(sentences))
+    return Document(tuple(paragraphs)), frozenset(edited)
+
+
+def _make_doc(index: int, change: str, config: ScenarioConfig) -> _Doc:
+    rng = random.Random(f"{config.seed}:doc:{index}")
+    boilerplate = change != "silent_edit" and rng.random() < config.boilerplate_share
+    document = make_document(rng, rng.randint(30, 90), boilerplate=boilerplate)
+    rendering = render(document, Style(wrap=80, typeset=False))
+    groups = pack_sentences(rendering.spans, config.chunk_size)
+    doc = _Doc(
+        doc_id=f"doc-{index:05d}",
+        source=rng.choice(SOURCES),
+        change=change,
+        document=document,
+        rendering=rendering,
+        chunks=cut_by_groups(rendering.text, rendering.spans, groups),
+    )
+    if change in ("none", "delete"):
+        doc.new_rendering, doc.new_chunks = rendering, doc.chunks
+    elif change == "resize":
+        doc.new_rendering = rendering
+        new_groups = pack_sentences(rendering.spans, config.new_chunk_size)
+        doc.new_chunks = cut_by_groups(rendering.text, rendering.spans, new_groups)
+        doc.new_chunker = f"pdfx-1/sentence-{config.new_chunk_size}"
+    elif change == "retypeset":
+        doc.new_rendering = render(document, Style(wrap=72, typeset=True, seed=index))
+        doc.new_chunks = cut_by_groups(doc.new_rendering.text, doc.new_rendering.spans, groups)
+        doc.new_chunker = f"pdfx-2/sentence-{config.chunk_size}"
+    elif change == "silent_edit":
+        edited_doc, doc.edited = _reword(rng, document, 0.15, 0.0)
+        doc.new_rendering = render(edited_doc, Style(wrap=80, typeset=False))
+        doc.new_chunks = cut_by_groups(doc.new_rendering.text, doc.new_rendering.spans, groups)
+        doc.new_chunker = f"pdfx-1/sentence-{config.chunk_size}"
+    elif change == "refresh":
+        doc.version = "v2"
+        refreshed, doc.edited = _reword(rng, document, 0.3, 0.1)
+        doc.new_rendering = render(refreshed, Style(wrap=80, typeset=False))
+        new_groups = pack_sentences(doc.new_rendering.spans, config.chunk_size)
+        doc.new_chunks = cut_by_groups(doc.new_rendering.text, doc.new_rendering.spans, new_groups)
+        doc.new_chunker = f"pdfx-1/sentence-{config.chunk_size}"
+    return doc
+
+
+def _updates(doc: _Doc) -> list[dict[str, Any]]:
+    if doc.change == "none":
+        return []
+    old_ids = {f"{doc.doc_id}#{c.ordinal}" for c in doc.chunks}
+    if doc.change == "delete":
+        return [{"chunk_id": chunk_id, "deleted": True} for chunk_id in sorted(old_ids)]
+    records = _chunk_records(doc, doc.new_chunks, doc.version, doc.new_chunker)
+    new_ids = {r["chunk_id"] for r in records}
+    records += [{"chunk_id": i, "deleted": True} for i in sorted(old_ids - new_ids)]
+    return records
+
+
+@dataclass(frozen=True, slots=True)
+class _Cited:
+    doc: _Doc
+    first: int
+    last: int
+    chunk: CutChunk
+    with_context: bool
+
+
+def _expected(cited: _Cited, record: dict[str, Any], threshold: float) -> dict[str, Any]:
+    """The verdict the contract prescribes, from ground truth."""
+    doc, chunk = cited.doc, cited.chunk
+    quote, (start, end) = record["quote"], record["chunk_span"]
+    result: dict[str, Any] = {
+        "citation_id": record["citation_id"],
+        "doc_id": doc.doc_id,
+        "change": doc.change,
+        "status": "ok",
+        "reason": None,
+        "repair": None,
+    }
+    if doc.change == "delete":
+        return result | {"status": "document_missing", "reason": "document_missing"}
+    assert doc.new_rendering is not None
+    live = {c.ordinal: c for c in doc.new_chunks}
+    now = live.get(chunk.ordinal)
+    if now is None:
+        failed = "chunk_missing"
+    elif end > len(now.text):
+        failed = "out_of_bounds"
+    elif text_matches(FoldedQuote(quote), now.text[start:end], threshold)[0]:
+        return result
+    else:
+        failed = "quote_mismatch"
+    if doc.change == "refresh":
+        return result | {"status": "superseded", "reason": failed}
+    unrepaired = result | {"status": "drift_unrepaired"}
+    if any(i in doc.edited for i in range(cited.first, cited.last + 1)):
+        return unrepaired | {"reason": "quote_not_found"}
+    sentences = doc.document.sentences()
+    stock = cited.first == cited.last and sentences[cited.first] in _STOCK
+    if stock and not cited.with_context:
+        return unrepaired | {"reason": "ambiguous"}
+    spans = doc.new_rendering.spans
+    begin, finish = spans[cited.first][0], spans[cited.last][1]
+    holder = next((c for c in doc.new_chunks if c.doc_offset <= begin and finish <= c.end), None)
+    if holder is None:
+        return unrepaired | {"reason": "straddles_chunks"}
+    new_text = doc.new_rendering.text
+    return result | {
+        "status": "drift_repaired",
+        "reason": failed,
+        "repair": {
+            "chunk_id": f"{doc.doc_id}#{holder.ordinal}",
+            "chunk_span": [begin - holder.doc_offset, finish - holder.doc_offset],
+            "method": "exact" if new_text[begin:finish] == quote else "normalised",
+            "shift": None if now is None else begin - (now.doc_offset + start),
+        },
+    }
+
+
+def _cite(rng: random.Random, doc: _Doc, config: ScenarioConfig) -> _Cited:
+    chunk = rng.choice(doc.chunks)
+    first = rng.randint(chunk.first_sentence, chunk.last_sentence)
+    last = first + 1 if first < chunk.last_sentence and rng.random() < 0.2 else first
+    must_have_context = doc.change not in ("none", "resize")
+    stock = first == last and doc.document.sentences()[first] in _STOCK
+    with_context = rng.random() < config.context_share or (stock and must_have_context)
+    return _Cited(doc, first, last, chunk, with_context)
+
+
+def _citation_record(cited: _Cited, citation_id: str, answer_id: str) -> dict[str, Any]:
+    doc, chunk = cited.doc, cited.chunk
+    text = doc.rendering.text
+    begin = doc.rendering.spans[cited.first][0]
+    finish = doc.rendering.spans[cited.last][1]
+    record: dict[str, Any] = {
+        "citation_id": citation_id,
+        "answer_id": answer_id,
+        "doc_id": doc.doc_id,
+        "doc_version": "v1",
+        "chunk_id": f"{doc.doc_id}#{chunk.ordinal}",
+        "chunk_span": [begin - chunk.doc_offset, finish - chunk.doc_offset],
+        "quote": text[begin:finish],
+    }
+    if cited.with_context:
+        record["prefix"] = text[max(0, begin - CONTEXT_LENGTH) : begin]
+        record["suffix"] = text[finish : finish + CONTEXT_LENGTH]
+    return record
+
+
+_BROKEN_LINES = (
+    b'{"answer_id": "ans-broken", "citations": [{"citation_id": "cit-trunc',
+    b'{"citation_id": "cit-bad-span", "answer_id": "a", "doc_id": "d", "doc_version": "v1", '
+    b'"chunk_id": "c", "chunk_span": "12-40", "quote": "x"}',
+    b'["not", "an", "object"]',
+    b'{"citation_id": 17, "answer_id": "a", "doc_id": "d", "doc_version": "v1", '
+    b'"chunk_id": "c", "chunk_span": [1, 2], "quote": "x"}',
+    b"\xff\xfe not utf-8",
+)
+
+
+def build_scenario(config: ScenarioConfig) -> Scenario:
+    """Generate the whole scenario in memory (deterministic for a given config)."""
+    config.validate()
+    rng = random.Random(config.seed)
+    plan = _plan_changes(rng, config)
+    docs = [_make_doc(i + 1, change, config) for i, change in enumerate(plan)]
+
+    chunks_before: list[dict[str, Any]] = []
+    updates: list[dict[str, Any]] = []
+    for doc in docs:
+        chunks_before += _chunk_records(
+            doc, doc.chunks, "v1", f"pdfx-1/sentence-{config.chunk_size}"
+        )
+        updates += _updates(doc)
+
+    lines: list[dict[str, Any] | bytes] = []
+    expected: list[dict[str, Any]] = []
+    citation_number = 0
+    for answer_number in range(1, config.answers + 1):
+        answer_id = f"ans-{answer_number:06d}"
+        topic = rng.choice(TOPICS)
+        home = rng.choice(docs)
+        citations = []
+        for sentence_index in range(rng.randint(1, 4)):
+            doc = home if rng.random() < 0.8 else rng.choice(docs)
+            cited = _cite(rng, doc, config)
+            citation_number += 1
+            record = _citation_record(cited, f"cit-{citation_number:07d}", answer_id)
+            record["sentence_index"] = sentence_index
+            citations.append(record)
+            expected.append(_expected(cited, record, config.threshold))
+        emitted_at = (_EPOCH + timedelta(seconds=answer_number)).isoformat().replace("+00:00", "Z")
+        if rng.random() < config.standalone_share:
+            for record in citations:
+                lines.append(record | {"emitted_at": emitted_at, "topic": topic})
+        else:
+            for record in citations:
+                del record["answer_id"]
+            lines.append(
+                {
+                    "answer_id": answer_id,
+                    "emitted_at": emitted_at,
+                    "topic": topic,
+                    "sentences": [f"Answer sentence {i + 1}." for i in range(len(citations))],
+                    "citations": citations,
+                }
+            )
+    for number in range(config.invalid_lines):
+        lines.insert(rng.randint(0, len(lines)), _BROKEN_LINES[number % len(_BROKEN_LINES)])
+    return Scenario(config, chunks_before, updates, lines, expected)
