@@ -7,6 +7,7 @@ Exit codes are part of the contract, so a deploy pipeline can gate on ``sweep``:
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -84,6 +85,13 @@ def _positive(text: str) -> int:
     return value
 
 
+def _available_cpus() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def _topics(text: str) -> frozenset[str]:
     return frozenset(t.strip() for t in text.split(",") if t.strip())
 
@@ -145,6 +153,13 @@ def _build_parser() -> argparse.ArgumentParser:
         "degraded to a document citation (default: legal,pricing,security)",
     )
     sweep.add_argument("--format", choices=("text", "json"), default="text", help="summary format")
+    sweep.add_argument(
+        "--jobs",
+        type=_positive,
+        default=_available_cpus(),
+        metavar="N",
+        help="worker processes checking citations (default: the CPUs available, %(default)s)",
+    )
     sweep.add_argument(
         "--no-progress", action="store_true", help="no progress bar, even on a terminal"
     )
@@ -255,7 +270,9 @@ def _run_sweep(args: argparse.Namespace) -> int:
         output = open_output(args.out) if args.out else nullcontext(None)
         try:
             with output as out, _progress_bar(citations, not args.no_progress) as progress:
-                run_sweep(store, citations, policy, summary, out=out, progress=progress)
+                run_sweep(
+                    store, citations, policy, summary, out=out, progress=progress, jobs=args.jobs
+                )
         except OSError as exc:
             raise _UsageError(
                 f"cannot read --citations {citations} or write --out: {exc}"

@@ -37,14 +37,24 @@ def similarity(a: str, b: str) -> float:
 
 
 class FoldedQuote:
-    """A stored quote folded once, with its facts, reused by the check and the relocator."""
+    """A stored quote folded once, reused by the check and the relocator.
 
-    __slots__ = ("facts", "raw", "text")
+    Its facts are extracted only when asked for: they matter only for texts that are already
+    similar enough, which most failing spans are not.
+    """
+
+    __slots__ = ("_facts", "raw", "text")
 
     def __init__(self, raw: str) -> None:
         self.raw = raw
         self.text = fold(raw).strip()
-        self.facts = facts(self.text)
+        self._facts: tuple[str, ...] | None = None
+
+    @property
+    def facts(self) -> tuple[str, ...]:
+        if self._facts is None:
+            self._facts = facts(self.text)
+        return self._facts
 
 
 def text_matches(quote: FoldedQuote, raw_text: str, threshold: float) -> tuple[bool, float]:

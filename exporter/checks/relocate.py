@@ -192,7 +192,11 @@ def _context_score(view: DocumentView, place: Place, prefix: str, suffix: str) -
 
 
 def _choose(
-    places: list[Place], view: DocumentView, prefix: str, suffix: str, threshold: float
+    places: list[Place],
+    view: DocumentView,
+    prefix: str | None,
+    suffix: str | None,
+    threshold: float,
 ) -> Place | None:
     """The one place the evidence supports, or None when it does not single one out."""
     best = max(places, key=lambda p: p.similarity)
@@ -202,10 +206,12 @@ def _choose(
     contenders = [p for p in places if p.similarity >= best.similarity - margin]
     if len(contenders) == 1:
         return best
-    if not (prefix or suffix):
+    folded_prefix = fold(prefix).strip() if prefix else ""
+    folded_suffix = fold(suffix).strip() if suffix else ""
+    if not (folded_prefix or folded_suffix):
         return None
     ranked = sorted(
-        ((_context_score(view, p, prefix, suffix), p) for p in contenders),
+        ((_context_score(view, p, folded_prefix, folded_suffix), p) for p in contenders),
         key=lambda scored: scored[0],
         reverse=True,
     )
@@ -232,9 +238,7 @@ def relocate(
         places = _fuzzy_places(quote, view, threshold)
     if not places:
         return Relocation(NOT_FOUND)
-    folded_prefix = fold(prefix).strip() if prefix else ""
-    folded_suffix = fold(suffix).strip() if suffix else ""
-    winner = _choose(places, view, folded_prefix, folded_suffix, threshold)
+    winner = _choose(places, view, prefix, suffix, threshold)
     if winner is None:
         best = max(place.similarity for place in places)
         outcome = AMBIGUOUS if best >= threshold else NOT_FOUND

@@ -52,9 +52,11 @@ class Repair:
     shift: int | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Verdict:
-    """One verdict per input citation. ``reason`` is the most specific cause:
+    """One verdict per input citation (read-only by convention; not frozen, for speed).
+
+    ``reason`` is the most specific cause:
 
     - drift_repaired / superseded: the failed check (chunk_missing, out_of_bounds,
       quote_mismatch);

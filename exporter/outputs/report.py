@@ -113,6 +113,17 @@ class SweepSummary:
             else:
                 self.shifts[repair.shift] += 1
 
+    def merge(self, other: SweepSummary) -> None:
+        """Add the counts of a partial summary (one batch of a sweep) to this one."""
+        self.statuses.update(other.statuses)
+        self.reasons.update(other.reasons)
+        self.methods.update(other.methods)
+        self.shifts.update(other.shifts)
+        self.unknown_shifts += other.unknown_shifts
+        self.invalid_chunk_records += other.invalid_chunk_records
+        for message in other.errors:
+            self.note_error(message)
+
     def note_error(self, message: str) -> None:
         """Keep the first few error messages for the report (all of them are counted)."""
         if len(self.errors) < _MAX_ERRORS_KEPT:

@@ -69,11 +69,8 @@ def _optional_count(obj: dict[str, Any], key: str) -> int | None:
 
 def _optional_timestamp(obj: dict[str, Any], key: str) -> str | None:
     value = _optional_str(obj, key)
-    if value is not None:
-        try:
-            datetime.fromisoformat(value)
-        except ValueError:
-            raise RecordError(f"'{key}' must be an RFC 3339 timestamp, got {value!r}") from None
+    if value is not None and not _is_timestamp(value):
+        raise RecordError(f"'{key}' must be an RFC 3339 timestamp, got {value!r}")
     return value
 
 
@@ -128,7 +125,74 @@ def _quote(obj: dict[str, Any]) -> str:
     return quote
 
 
+def _is_timestamp(value: str) -> bool:
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
+
+
 def _citation(obj: dict[str, Any], answer_id: str | None, topic: str | None) -> Citation:
+    """Decode one citation: a straight-line check of a well-formed record, the common case.
+
+    Anything unusual goes to :func:`_explained_citation`, which accepts exactly the same records
+    and says precisely what is wrong with the others.
+    """
+    get = obj.get
+    citation_id, doc_id, doc_version = get("citation_id"), get("doc_id"), get("doc_version")
+    chunk_id, quote, span = get("chunk_id"), get("quote"), get("chunk_span")
+    own_answer_id = get("answer_id", answer_id)
+    prefix, suffix, own_topic, source = get("prefix"), get("suffix"), get("topic"), get("source")
+    emitted_at, sentence_index = get("emitted_at"), get("sentence_index")
+    if (
+        type(citation_id) is str
+        and citation_id
+        and type(doc_id) is str
+        and doc_id
+        and type(doc_version) is str
+        and doc_version
+        and type(chunk_id) is str
+        and chunk_id
+        and type(quote) is str
+        and quote
+        and not quote.isspace()
+        and type(span) is list
+        and len(span) == 2
+        and type(span[0]) is int
+        and type(span[1]) is int
+        and 0 <= span[0] < span[1]
+        and type(own_answer_id) is str
+        and own_answer_id
+        and (answer_id is None or own_answer_id == answer_id)
+        and (prefix is None or type(prefix) is str)
+        and (suffix is None or type(suffix) is str)
+        and (own_topic is None or type(own_topic) is str)
+        and (source is None or type(source) is str)
+        and (sentence_index is None or (type(sentence_index) is int and sentence_index >= 0))
+        and (emitted_at is None or (type(emitted_at) is str and _is_timestamp(emitted_at)))
+    ):
+        return Citation(
+            citation_id,
+            own_answer_id,
+            doc_id,
+            doc_version,
+            chunk_id,
+            span[0],
+            span[1],
+            quote,
+            prefix,
+            suffix,
+            emitted_at,
+            own_topic if own_topic is not None else topic,
+            source,
+            sentence_index,
+        )
+    return _explained_citation(obj, answer_id, topic)
+
+
+def _explained_citation(obj: dict[str, Any], answer_id: str | None, topic: str | None) -> Citation:
+    """Decode one citation field by field, raising a RecordError that names the problem."""
     if answer_id is not None:
         own = obj.get("answer_id", answer_id)
         if own != answer_id:

@@ -1,0 +1,131 @@
+"""Benchmark: the whole ``citation-exporter sweep`` command on a 180,000-citation archive.
+
+Prints figures; asserts nothing (performance targets live here, not in timed tests).
+
+    python bench/sweep_bench.py [--answers 72000] [--naive-sample 20000] [--repeat 3]
+
+1. Generates (once, cached under bench/out/) a scenario of about 180,000 citations of which about
+   8% drifted (documents re-chunked with a larger chunk size, or re-extracted).
+2. Times the real command end to end, JSON in and out, as a subprocess: best of ``--repeat``
+   runs, with the default worker count and with ``--jobs 1``.
+3. Times the straightforward implementation (bench/naive.py) on the first ``--naive-sample``
+   citations in the same run and extrapolates its per-citation cost to the whole archive.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import naive  # noqa: E402
+
+SHARES = {
+    "--resize-share": "0.09",
+    "--retypeset-share": "0.025",
+    "--refresh-share": "0.04",
+    "--silent-edit-share": "0.005",
+    "--delete-share": "0.01",
+}
+
+
+def _scenario(answers: int, seed: int) -> Path:
+    directory = HERE / "out" / f"scenario-{answers}-{seed}"
+    if not (directory / "scenario.json").exists():
+        command = [
+            "citation-exporter",
+            "simulate",
+            "--out",
+            str(directory),
+            "--answers",
+            str(answers),
+            "--seed",
+            str(seed),
+        ]
+        for flag, value in SHARES.items():
+            command += [flag, value]
+        subprocess.run(command, check=True)
+    return directory
+
+
+def _time_sweep(directory: Path, jobs: int | None, repeat: int) -> tuple[float, dict[str, object]]:
+    command = [
+        "citation-exporter",
+        "sweep",
+        "--chunks",
+        str(directory / "chunks.jsonl"),
+        "--citations",
+        str(directory / "citations.jsonl"),
+        "--out",
+        str(directory / "verdicts.jsonl"),
+        "--format",
+        "json",
+    ]
+    if jobs is not None:
+        command += ["--jobs", str(jobs)]
+    best, summary = float("inf"), {}
+    for _ in range(repeat):
+        started = time.perf_counter()
+        done = subprocess.run(command, capture_output=True, check=False)
+        elapsed = time.perf_counter() - started
+        if done.returncode not in (0, 1):
+            raise SystemExit(f"sweep failed: {done.stderr.decode()}")
+        best = min(best, elapsed)
+        summary = json.loads(done.stdout)
+    return best, summary
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--answers", type=int, default=72000)
+    parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--naive-sample", type=int, default=20000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+
+    directory = _scenario(args.answers, args.seed)
+    wall, summary = _time_sweep(directory, None, args.repeat)
+    wall_one, _ = _time_sweep(directory, 1, args.repeat)
+    citations = int(summary["citations"])  # type: ignore[call-overload]
+
+    started = time.perf_counter()
+    sampled = naive.run(
+        str(directory / "chunks.jsonl"),
+        str(directory / "citations.jsonl"),
+        os.devnull,
+        args.naive_sample,
+    )
+    naive_per_citation = (time.perf_counter() - started) / sampled
+    naive_total = naive_per_citation * citations
+
+    print(
+        f"archive: {citations:,} citations, drift ratio {summary['drift_ratio']:.2%}, "
+        f"superseded ratio {summary['superseded_ratio']:.2%} ({directory})"
+    )
+    print(
+        f"sweep command, default jobs ({os.cpu_count()} CPUs): {wall:.2f} s wall "
+        f"({citations / wall:,.0f} citations/s, {wall / citations * 1e6:.1f} us per citation)"
+    )
+    print(
+        f"sweep command, --jobs 1:                 {wall_one:.2f} s wall "
+        f"({citations / wall_one:,.0f} citations/s)"
+    )
+    print(
+        f"straightforward implementation: {naive_per_citation * 1e3:.3f} ms per citation "
+        f"(measured on {sampled:,}), {naive_total:.1f} s extrapolated to the archive"
+    )
+    print(
+        f"speed-up: {naive_total / wall:.1f}x (default jobs), {naive_total / wall_one:.1f}x "
+        "(--jobs 1)"
+    )
+
+
+if __name__ == "__main__":
+    main()
