@@ -31,19 +31,21 @@ _LETTER = r"[^\W\d_]"
 _COMBINING = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
 
 _IRREGULAR = re.compile(
-    # a hyphen (or soft hyphen, or invisible run) between letters, maybe with a line break
-    rf"(?P<join>(?<={_LETTER})[{_DASHES}{_INVISIBLE}]+(?:[^\S\n]*\n\s*)?(?={_LETTER}))"
+    # a hyphen (or soft hyphen, or invisible run) between letters (a letter may carry combining
+    # marks), maybe with a line break
+    rf"(?P<join>(?<={_LETTER}|[{_COMBINING}])[{_DASHES}{_INVISIBLE}]+(?:[^\S\n]*\n\s*)?(?={_LETTER}))"
     # whitespace and invisible runs, except a lone plain space
     rf"|(?P<space>(?! (?![\s{_INVISIBLE}]))[\s{_INVISIBLE}]+)"
-    # dash runs, and any single non-ASCII dash
-    rf"|(?P<dash>[{_DASHES}]{{2,}}|[{_UNICODE_DASHES}])"
+    # dash runs (invisible characters inside them included), and any single non-ASCII dash
+    rf"|(?P<dash>[{_DASHES}](?:[{_INVISIBLE}]*[{_DASHES}])+|[{_UNICODE_DASHES}])"
     # a character followed by combining marks, or any other non-ASCII character
-    rf"|(?P<char>.[{_COMBINING}]+|[^\x00-\x7f])",
+    rf"|(?P<char>.[{_INVISIBLE}]*[{_COMBINING}]+|[^\x00-\x7f])",
     re.DOTALL,
 )
 
 _TYPOGRAPHY = str.maketrans(
     {
+        **dict.fromkeys(_INVISIBLE),
         "\u2018": "'",
         "\u2019": "'",
         "\u201a": "'",
@@ -62,8 +64,8 @@ _TYPOGRAPHY = str.maketrans(
 
 
 def _fold_char(raw: str) -> str:
-    """Fold one non-ASCII character (with its combining marks)."""
-    return unicodedata.normalize("NFKC", raw).translate(_TYPOGRAPHY)
+    """Fold one character with its combining marks (invisible characters among them dropped)."""
+    return unicodedata.normalize("NFKC", raw.translate(_TYPOGRAPHY)).translate(_TYPOGRAPHY)
 
 
 def _fold_unit(match: re.Match[str]) -> str:

@@ -10,11 +10,12 @@ Search order, cheapest first, all on the document folded once (:class:`DocumentV
 1. every occurrence of the quote, raw (``exact``) or folded (``normalised``); an exact copy gets
    no shortcut past the context check when there are several;
 2. only when there is none and the quote is long enough, approximate search (``fuzzy``). A
-   candidate must score at least the threshold; with threshold ``t`` a true match differs from
-   the quote by at most ``d = (1 - t/100) * 2 * len`` insertions/deletions, so cutting the quote
-   into ``d + 1`` pieces guarantees one piece occurs verbatim (pigeonhole). The occurrences of
-   the pieces are the only windows aligned in full: the work is bounded and no true match is
-   lost, unlike a sliding window of fixed length.
+   candidate must score at least the threshold and state the same numbers and negations as the
+   quote (a near-copy that says 60 days is not the quote that said 30); a true match differs from
+   the quote by at most ``d = (1 - t/100) * 2 * len`` insertions/deletions (threshold ``t``), so
+   cutting the quote into ``d + 1`` pieces guarantees one piece occurs verbatim (pigeonhole).
+   The occurrences of the pieces are the only windows aligned in full: the work is bounded and
+   no true match is lost, unlike a sliding window of fixed length.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from rapidfuzz import fuzz
 from rapidfuzz.distance import Indel
 
-from exporter.checks.compare import FoldedQuote
+from exporter.checks.compare import FoldedQuote, facts
 from exporter.checks.normalize import fold
 from exporter.checks.store import DocumentView, Placement
 
@@ -167,7 +168,8 @@ def _fuzzy_places(quote: FoldedQuote, view: DocumentView, threshold: float) -> l
         if end <= start:
             continue
         score = float(fuzz.ratio(q, text[start:end]))
-        if score >= threshold - FUZZY_MARGIN:
+        # a changed number or negation is another statement, however similar: not a candidate
+        if score >= threshold - FUZZY_MARGIN and facts(text[start:end]) == quote.facts:
             raw_start, raw_end = folded.to_raw(start, end)
             scored.append(Place(raw_start, raw_end, start, end, score, "fuzzy"))
 

@@ -48,7 +48,8 @@ def _required_str(obj: dict[str, Any], key: str) -> str:
         return value
     if value is None and key not in obj:
         raise RecordError(f"missing required field '{key}'")
-    raise RecordError(f"'{key}' must be a non-empty string, got {_type_name(value)}")
+    got = "an empty string" if value == "" else _type_name(value)
+    raise RecordError(f"'{key}' must be a non-empty string, got {got}")
 
 
 def _optional_str(obj: dict[str, Any], key: str) -> str | None:

@@ -1,0 +1,178 @@
+"""Folding: what a re-extraction changes must vanish, what a sentence says must not."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from exporter.checks.normalize import fold, fold_with_map
+
+# Characters that exercise every folding rule, plus ordinary text.
+_INTERESTING = (
+    "ab AZ09.,;\"'-\n\t  "
+    "\u00a0\u2009\u3000"  # non-breaking and other spaces
+    "\u00ad\u200b\u200d\ufeff"  # soft hyphen, zero-width
+    "\u2010\u2013\u2014\u2212"  # hyphen and dashes
+    "\u2018\u2019\u201c\u201d\u00ab"  # quotes
+    "\ufb01\ufb02\uff21\u2026"  # ligatures, full-width A, ellipsis
+    "e\u0301\u00e9\u00c5"  # combining and precomposed
+)
+curated_text = st.text(alphabet=st.sampled_from(_INTERESTING), max_size=40)
+any_text = curated_text | st.text(max_size=30)
+
+
+@pytest.mark.parametrize(
+    ("raw", "folded"),
+    [
+        pytest.param("exam-\nple", "example", id="hyphen broken across a line"),
+        pytest.param("exam-  \n   ple", "example", id="hyphen break with spaces"),
+        pytest.param("co\u00adoper\u00adation", "cooperation", id="soft hyphens"),
+        pytest.param("zero\u200bwidth", "zerowidth", id="zero-width space"),
+        pytest.param("30\u00a0days", "30 days", id="non-breaking space"),
+        pytest.param("a  \n\t b", "a b", id="whitespace run"),
+        pytest.param("\u201cquoted\u201d \u2018x\u2019", "\"quoted\" 'x'", id="curly quotes"),
+        pytest.param("10\u201320", "10-20", id="en dash"),
+        pytest.param("yes \u2014 no", "yes - no", id="spaced em dash"),
+        pytest.param("yes -- no", "yes - no", id="double hyphen"),
+        pytest.param("\ufb01ne \ufb02ow", "fine flow", id="ligatures"),
+        pytest.param("\uff21\uff22", "AB", id="full-width letters"),
+        pytest.param("e\u0301t\u00e9", "\u00e9t\u00e9", id="combining mark composed"),
+        pytest.param("wait\u2026", "wait...", id="ellipsis"),
+        pytest.param("well-known", "wellknown", id="compound hyphen folds like a broken one"),
+        pytest.param("COVID-19 and 3-5", "COVID-19 and 3-5", id="hyphen next to digits kept"),
+        pytest.param("not 30", "not 30", id="plain text untouched"),
+    ],
+)
+def test_fold_examples(raw: str, folded: str) -> None:
+    assert fold(raw) == folded
+    assert fold_with_map(raw).text == folded
+
+
+def test_fold_keeps_case_and_digits() -> None:
+    assert fold("Refunds within 30 days are NOT issued") == "Refunds within 30 days are NOT issued"
+
+
+@given(any_text)
+def test_fold_and_fold_with_map_agree(text: str) -> None:
+    assert fold_with_map(text).text == fold(text)
+
+
+@given(any_text)
+def test_every_folded_character_maps_into_the_raw_text(text: str) -> None:
+    folded = fold_with_map(text)
+    previous_start = 0
+    for at in range(len(folded.text)):
+        start, end = folded.to_raw(at, at + 1)
+        assert 0 <= start < end <= len(text)
+        assert start >= previous_start, "the map must be monotonic"
+        previous_start = start
+
+
+@given(any_text, st.data())
+def test_spans_map_to_raw_spans_that_contain_their_parts(text: str, data: st.DataObject) -> None:
+    folded = fold_with_map(text)
+    assume(folded.text)
+    a = data.draw(st.integers(0, len(folded.text) - 1))
+    b = data.draw(st.integers(a + 1, len(folded.text)))
+    start, end = folded.to_raw(a, b)
+    assert (start, end) == (folded.to_raw(a, a + 1)[0], folded.to_raw(b - 1, b)[1])
+
+
+_WORD = re.compile(r"\S+")
+
+
+@given(curated_text)
+def test_words_round_trip_through_the_map(text: str) -> None:
+    """The raw span a folded word maps back to folds to exactly that word (with its edges)."""
+    folded = fold_with_map(text)
+    for word in _WORD.finditer(folded.text):
+        start, end = folded.to_raw(word.start(), word.end())
+        assert fold(text[start:end]).strip() == word.group()
+
+
+@given(curated_text)
+def test_fold_is_idempotent(text: str) -> None:
+    """(Spacing diacritics such as U+00A8, whose compatibility form starts with a space, are
+    left out: they fold to a space plus a combining mark, which composes on a second pass.)"""
+    assert fold(fold(text)) == fold(text)
+
+
+_words = st.lists(
+    st.sampled_from(
+        [
+            "refund",
+            "within",
+            "30",
+            "days",
+            "not",
+            "certificate",
+            "official",
+            "fi",
+            "don't",
+            '"Pro"',
+            "--",
+            "5.5",
+            "identification",
+            "the",
+            "a",
+        ]
+    ),
+    min_size=1,
+    max_size=25,
+)
+
+
+def _retypeset(words: list[str], choices: list[int]) -> str:
+    """Render words the way another extractor might: same words, other typography."""
+    out = []
+    for i, word in enumerate(words):
+        pick = choices[i % len(choices)]
+        typeset = (
+            word.replace("--", "\u2014")
+            .replace("'", "\u2019")
+            .replace("fi", "\ufb01" if pick % 2 else "fi")
+        )
+        if typeset.startswith('"'):
+            typeset = "\u201c" + typeset[1:-1] + "\u201d"
+        if typeset.isalpha() and len(typeset) > 6 and pick % 3 == 0:
+            middle = len(typeset) // 2
+            typeset = typeset[:middle] + ("\u00ad" if pick % 2 else "-\n") + typeset[middle:]
+        if i:
+            out.append(("\n", "\u00a0", "  ", " \n ", " ")[pick % 5])
+        out.append(typeset)
+    return "".join(out)
+
+
+@given(_words, st.lists(st.integers(0, 29), min_size=1, max_size=8))
+def test_retypesetting_does_not_change_the_folded_text(
+    words: list[str], choices: list[int]
+) -> None:
+    assert fold(_retypeset(words, choices)) == fold(" ".join(words))
+
+
+@given(st.text(alphabet=st.sampled_from(_INTERESTING), max_size=40))
+def test_folding_never_changes_ascii_digits_or_negations(text: str) -> None:
+    """(Compatibility digits such as superscripts do fold into ASCII digits; not drawn here.)"""
+    folded = fold(text)
+    assert [c for c in folded if c in "0123456789"] == [c for c in text if c in "0123456789"]
+    if re.search(r"\bnot\b", text):
+        assert re.search(r"\bnot\b", folded)
+
+
+def test_to_raw_rejects_spans_outside_the_text() -> None:
+    folded = fold_with_map("abc")
+    with pytest.raises(ValueError, match="not inside"):
+        folded.to_raw(2, 5)
+    with pytest.raises(ValueError, match="not inside"):
+        folded.to_raw(1, 1)
+
+
+def test_map_of_a_hyphen_break_covers_the_break() -> None:
+    text = "an exam-\nple here"
+    folded = fold_with_map(text)
+    at = folded.text.index("example")
+    start, end = folded.to_raw(at, at + len("example"))
+    assert text[start:end] == "exam-\nple"

@@ -1,0 +1,201 @@
+"""Relocation: one confident place, or an honest reason why not; never a guess."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from conftest import chunk_record, store_of
+from hypothesis import given
+from hypothesis import strategies as st
+
+from exporter.checks.compare import FoldedQuote
+from exporter.checks.relocate import AMBIGUOUS, FOUND, NOT_FOUND, STRADDLES, relocate
+from exporter.checks.store import DocumentView
+
+QUOTE = "Backup snapshots are kept for 35 days unless the contract says otherwise."
+FILLER = [
+    "Administrators can invite up to 40 guests per workspace.",
+    "The dashboard refreshes its figures every few minutes.",
+    "Audit logs can be exported to any storage bucket you own.",
+    "Custom domains need a verified certificate before use.",
+    "Webhook endpoints are retried with exponential backoff.",
+    "Encryption keys rotate automatically once a quarter.",
+]
+
+
+def view_of(*texts: str, offsets: bool = True) -> DocumentView:
+    records = []
+    at = 0
+    for ordinal, text in enumerate(texts):
+        extra = {"doc_offset": at} if offsets else {}
+        records.append(chunk_record("d", ordinal, text, **extra))
+        at += len(text) + 1
+    view = store_of(*records).document("d")
+    assert view is not None
+    return view
+
+
+def find(quote: str, view: DocumentView, **kwargs: object) -> tuple[str, str | None, str | None]:
+    """(outcome, text now at the place, method)."""
+    result = relocate(FoldedQuote(quote), view, threshold=98.0, **kwargs)  # type: ignore[arg-type]
+    if result.place is None:
+        return result.outcome, None, None
+    return result.outcome, view.text[result.place.start : result.place.end], result.place.method
+
+
+def test_exact_quote_in_another_chunk() -> None:
+    view = view_of(" ".join(FILLER[:3]), " ".join([FILLER[3], QUOTE, FILLER[4]]))
+    outcome, text, method = find(QUOTE, view)
+    assert (outcome, text, method) == (FOUND, QUOTE, "exact")
+
+
+def test_retypeset_quote_is_found_normalised_with_raw_offsets_covering_it() -> None:
+    typeset = (
+        "Backup snap-\nshots are kept for 35\u00a0days un\u00adless the contract says "
+        "other\u00adwise."
+    )
+    view = view_of(FILLER[0] + " " + typeset + " " + FILLER[1])
+    outcome, text, method = find(QUOTE, view)
+    assert (outcome, text, method) == (FOUND, typeset, "normalised")
+
+
+def test_slightly_edited_long_quote_is_found_fuzzily() -> None:
+    edited = QUOTE.replace("the contract", "the contrct")
+    view = view_of(" ".join([FILLER[0], edited, FILLER[1]]))
+    outcome, text, method = find(QUOTE, view)
+    assert (outcome, text, method) == (FOUND, edited, "fuzzy")
+
+
+def test_fuzzy_match_survives_inserted_words() -> None:
+    """A sliding window of the quote's length cannot grow; the pigeonhole search can."""
+    quote = " ".join(FILLER[:5])
+    edited = quote.replace("to 40 guests", "to 40 (forty) guests")
+    view = view_of(FILLER[5] + " " + edited)
+    outcome, text, method = find(quote, view)
+    assert outcome == FOUND and method == "fuzzy"
+    assert text == edited
+
+
+def test_changed_sentence_is_not_found() -> None:
+    view = view_of(" ".join(FILLER))
+    assert find(QUOTE, view)[0] == NOT_FOUND
+
+
+def test_a_changed_number_is_not_repaired_onto_the_new_sentence() -> None:
+    view = view_of(QUOTE.replace("35 days", "95 days"))
+    assert find(QUOTE, view)[0] == NOT_FOUND
+
+
+def test_short_quote_is_only_matched_exactly() -> None:
+    view = view_of("Prices rise in March. Prices rose in May.")
+    assert find("Prices rise in May.", view)[0] == NOT_FOUND
+    assert find("Prices rose in May.", view)[:2] == (FOUND, "Prices rose in May.")
+
+
+def test_duplicate_without_context_is_ambiguous() -> None:
+    view = view_of(" ".join([FILLER[0], QUOTE, FILLER[1]]), " ".join([FILLER[2], QUOTE]))
+    assert find(QUOTE, view)[0] == AMBIGUOUS
+
+
+def test_context_picks_the_right_duplicate_whichever_comes_first() -> None:
+    view = view_of(" ".join([FILLER[0], QUOTE, FILLER[1]]), " ".join([FILLER[2], QUOTE]))
+    second = relocate(
+        FoldedQuote(QUOTE), view, threshold=98.0, prefix=FILLER[2][-32:] + " ", suffix=""
+    )
+    assert second.outcome == FOUND and second.placement is not None
+    assert second.placement.chunk.chunk_id == "d#1"
+    first = relocate(FoldedQuote(QUOTE), view, threshold=98.0, suffix=" " + FILLER[1][:32])
+    assert first.outcome == FOUND and first.placement is not None
+    assert first.placement.chunk.chunk_id == "d#0"
+
+
+def test_context_that_fits_neither_duplicate_stays_ambiguous() -> None:
+    view = view_of(" ".join([FILLER[0], QUOTE, FILLER[1]]), " ".join([FILLER[2], QUOTE]))
+    outcome = relocate(
+        FoldedQuote(QUOTE), view, threshold=98.0, prefix="Completely unrelated words here. "
+    ).outcome
+    assert outcome == AMBIGUOUS
+
+
+def test_an_exact_copy_does_not_bypass_the_context_check() -> None:
+    """Hypothesis' client takes the first exact copy; context must decide between copies."""
+    view = view_of(" ".join([FILLER[3], QUOTE]), " ".join([FILLER[4], QUOTE, FILLER[5]]))
+    result = relocate(
+        FoldedQuote(QUOTE),
+        view,
+        threshold=98.0,
+        prefix=FILLER[4][-30:] + " ",
+        suffix=" " + FILLER[5][:30],
+    )
+    assert result.outcome == FOUND and result.placement is not None
+    assert result.placement.chunk.chunk_id == "d#1"
+
+
+def test_quote_across_two_chunks_straddles() -> None:
+    half = len(QUOTE) // 2
+    # the chunks touch: their offsets make the document continuous across the cut
+    view = store_of(
+        chunk_record("d", 0, FILLER[0] + " " + QUOTE[:half], doc_offset=0),
+        chunk_record("d", 1, QUOTE[half:] + " " + FILLER[1], doc_offset=len(FILLER[0]) + 1 + half),
+    ).document("d")
+    assert view is not None
+    assert find(QUOTE, view)[0] == STRADDLES
+
+
+def test_quote_across_two_chunks_without_offsets_straddles() -> None:
+    words = QUOTE.split(" ")
+    view = view_of(" ".join(words[:5]), " ".join(words[5:]), offsets=False)
+    assert find(QUOTE, view)[0] == STRADDLES
+
+
+def test_overlapping_chunks_holding_the_same_span_are_one_place() -> None:
+    text = " ".join([FILLER[0], QUOTE, FILLER[1], FILLER[2]])
+    at = text.index(QUOTE)
+    view = store_of(
+        chunk_record("d", 0, text[: at + len(QUOTE) + 10], doc_offset=0),
+        chunk_record("d", 1, text[at - 5 :], doc_offset=at - 5),
+    ).document("d")
+    assert view is not None
+    result = relocate(FoldedQuote(QUOTE), view, threshold=98.0, cited_chunk_id="d#1")
+    assert result.outcome == FOUND and result.placement is not None
+    assert result.placement.chunk.chunk_id == "d#1", "the cited chunk is preferred"
+
+
+@given(
+    st.lists(st.sampled_from(FILLER), min_size=1, max_size=8),
+    st.integers(0, 8),
+    st.integers(0, 5),
+    st.randoms(use_true_random=False),
+)
+def test_relocated_spans_always_hold_the_quote(
+    filler: list[str], position: int, chunk_size: int, rng: random.Random
+) -> None:
+    """Wherever the quote lands and however the document is cut, the raw span holds it."""
+    sentences = [s for s in filler if s != QUOTE]
+    sentences.insert(min(position, len(sentences)), QUOTE)
+    text = " ".join(sentences)
+    cut_every = 40 + chunk_size * 37
+    records = [
+        chunk_record("d", i, text[at : at + cut_every], doc_offset=at)
+        for i, at in enumerate(range(0, len(text), cut_every))
+    ]
+    rng.shuffle(records)
+    view = store_of(*records).document("d")
+    assert view is not None
+    result = relocate(FoldedQuote(QUOTE), view, threshold=98.0)
+    start = text.index(QUOTE)
+    assert result.place is not None
+    assert (result.place.start, result.place.end) == (start, start + len(QUOTE))
+    if result.outcome == FOUND:
+        assert result.placement is not None
+        chunk = result.placement.chunk
+        local = result.place.start - result.placement.start
+        assert chunk.text[local : local + len(QUOTE)] == QUOTE
+    else:
+        assert result.outcome == STRADDLES
+
+
+@pytest.mark.parametrize("quote", ["\u200b\u200b", "\u00ad"])
+def test_quote_that_folds_to_nothing_is_not_found(quote: str) -> None:
+    assert find(quote, view_of("any text at all"))[0] == NOT_FOUND
