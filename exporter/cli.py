@@ -11,6 +11,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import IO, NoReturn
@@ -273,6 +274,10 @@ def _run_sweep(args: argparse.Namespace) -> int:
                 run_sweep(
                     store, citations, policy, summary, out=out, progress=progress, jobs=args.jobs
                 )
+        except BrokenProcessPool:
+            raise _UsageError(
+                "a worker process died (killed, or out of memory?); retry with --jobs 1"
+            ) from None
         except OSError as exc:
             raise _UsageError(
                 f"cannot read --citations {citations} or write --out: {exc}"

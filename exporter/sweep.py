@@ -15,6 +15,7 @@ import multiprocessing
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import IO
 
@@ -114,16 +115,22 @@ def _batches(stream: IO[bytes]) -> Iterator[list[tuple[int, bytes]]]:
 def _in_workers(
     job: _Job, batches: Iterator[list[tuple[int, bytes]]], jobs: int
 ) -> Iterator[tuple[bytes, SweepSummary]]:
-    """Results of the batches, in input order, from ``jobs`` forked worker processes."""
+    """Results of the batches, in input order, from ``jobs`` forked worker processes.
+
+    A worker that dies (killed, out of memory) raises BrokenProcessPool here instead of
+    leaving the sweep waiting forever.
+    """
     context = multiprocessing.get_context("fork")
-    with context.Pool(jobs, initializer=_set_job, initargs=(job,)) as pool:
-        pending: deque[multiprocessing.pool.AsyncResult[tuple[bytes, SweepSummary]]] = deque()
+    with ProcessPoolExecutor(
+        jobs, mp_context=context, initializer=_set_job, initargs=(job,)
+    ) as pool:
+        pending: deque[Future[tuple[bytes, SweepSummary]]] = deque()
         for batch in batches:
-            pending.append(pool.apply_async(_check_batch, (batch,)))
+            pending.append(pool.submit(_check_batch, batch))
             if len(pending) >= jobs * _IN_FLIGHT_PER_JOB:
-                yield pending.popleft().get()
+                yield pending.popleft().result()
         while pending:
-            yield pending.popleft().get()
+            yield pending.popleft().result()
 
 
 def _in_process(

@@ -1,0 +1,242 @@
+"""The command line: files in, verdicts and a summary out, exit codes a deploy gate can use."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from exporter.cli import main
+from exporter.simulate.files import write_scenario
+from exporter.simulate.scenario import ScenarioConfig, build_scenario
+
+
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    config = ScenarioConfig(seed=13, answers=600, invalid_lines=3)
+    return write_scenario(build_scenario(config), tmp_path_factory.mktemp("cli"))
+
+
+def _verdicts(path: Path) -> list[dict[str, Any]]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as lines:
+        return [orjson.loads(line) for line in lines]
+
+
+def _sweep(scenario: dict[str, Path], *extra: str) -> list[str]:
+    return [
+        "sweep",
+        "--chunks",
+        str(scenario["chunks"]),
+        "--citations",
+        str(scenario["citations"]),
+        "--no-progress",
+        *extra,
+    ]
+
+
+def test_sweep_writes_one_verdict_per_citation_and_gates(
+    scenario: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "verdicts.jsonl"
+    assert main(_sweep(scenario, "--out", str(out))) == 1
+    verdicts = _verdicts(out)
+    expected = scenario["expected"].read_bytes().count(b"\n")
+    assert len(verdicts) == expected + 3
+    invalid = [v for v in verdicts if v["status"] == "invalid"]
+    assert len(invalid) == 3 and all(isinstance(v["line"], int) for v in invalid)
+    for verdict in verdicts:
+        assert set(verdict) >= {
+            "citation_id",
+            "answer_id",
+            "doc_id",
+            "status",
+            "reason",
+            "similarity",
+            "recorded_version",
+            "live_version",
+            "action",
+            "repair",
+        }
+    report = capsys.readouterr().out
+    assert "drift ratio" in report and "superseded ratio" in report
+    assert "-> FAIL" in report
+    assert "shift of repaired drift" in report
+
+
+def test_sweep_passes_the_gate_under_a_looser_limit(scenario: dict[str, Path]) -> None:
+    assert main(_sweep(scenario, "--fail-above", "0.9")) == 0
+
+
+def test_json_summary_agrees_with_the_verdicts(
+    scenario: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "verdicts.jsonl.gz"
+    main(_sweep(scenario, "--out", str(out), "--format", "json"))
+    summary = orjson.loads(capsys.readouterr().out)
+    counts = Counter(v["status"] for v in _verdicts(out))
+    assert {k: v for k, v in summary["statuses"].items() if v} == dict(counts)
+    valid = summary["valid_citations"]
+    drift = counts["drift_repaired"] + counts["drift_unrepaired"]
+    assert summary["drift_ratio"] == pytest.approx(drift / valid)
+    assert summary["superseded_ratio"] == pytest.approx(counts["superseded"] / valid)
+    assert summary["passed"] is False and summary["fail_above"] == 0.01
+    assert summary["shift"]["histogram"] and summary["citations_per_second"] > 0
+
+
+def test_worker_processes_give_the_same_verdicts_in_the_same_order(
+    scenario: dict[str, Path], tmp_path: Path
+) -> None:
+    one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
+    main(_sweep(scenario, "--out", str(one), "--jobs", "1"))
+    main(_sweep(scenario, "--out", str(two), "--jobs", "2"))
+    assert one.read_bytes() == two.read_bytes()
+
+
+def test_gzip_inputs_and_stdin(
+    scenario: dict[str, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsysbinary: pytest.CaptureFixture[bytes],
+) -> None:
+    chunks = tmp_path / "chunks.jsonl.gz"
+    with gzip.open(chunks, "wb") as zipped:
+        zipped.write(scenario["chunks"].read_bytes())
+    with io.TextIOWrapper(open(scenario["citations"], "rb")) as stdin:
+        monkeypatch.setattr(sys, "stdin", stdin)
+        status = main(
+            ["sweep", "--chunks", str(chunks), "--citations", "-", "--out", "-", "--format", "json"]
+        )
+    assert status == 1
+    captured = capsysbinary.readouterr()
+    verdict_lines = captured.out.splitlines()
+    assert len(verdict_lines) == scenario["expected"].read_bytes().count(b"\n") + 3
+    assert orjson.loads(captured.err.splitlines()[-1])["citations"] == len(verdict_lines)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        pytest.param(
+            ["sweep", "--chunks", "/nonexistent.jsonl", "--citations", "x"],
+            "cannot read --chunks /nonexistent.jsonl",
+            id="missing chunks file",
+        ),
+        pytest.param(["sweep"], "needs --chunks FILE and --citations FILE", id="no inputs"),
+        pytest.param(["sweep", "--chunks", "-", "--citations", "-"], "only one of", id="stdin"),
+        pytest.param(["sweep", "--example", "--chunks", "x"], "--example generates", id="both"),
+        pytest.param(
+            ["simulate", "--out", "/tmp/x", "--resize-share", "0.8", "--refresh-share", "0.5"],
+            "add up to at most 1",
+            id="shares",
+        ),
+    ],
+)
+def test_usage_errors_exit_2_with_one_line(
+    arguments: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(arguments)
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err.strip()
+    assert message in error and "\n" not in error and error.startswith("citation-exporter: ")
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        pytest.param(["--threshold", "0"], id="threshold zero"),
+        pytest.param(["--threshold", "101"], id="threshold above 100"),
+        pytest.param(["--fail-above", "2"], id="ratio above 1"),
+        pytest.param(["--format", "xml"], id="format"),
+        pytest.param(["--jobs", "0"], id="jobs"),
+    ],
+)
+def test_bad_option_values_exit_2(
+    scenario: dict[str, Path], arguments: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(_sweep(scenario, *arguments))
+    assert exit_info.value.code == 2
+    assert "error:" in capsys.readouterr().err
+
+
+def test_corrupt_gzip_citations_exit_2(
+    scenario: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = tmp_path / "citations.jsonl.gz"
+    broken.write_bytes(b"this is not gzip at all")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["sweep", "--chunks", str(scenario["chunks"]), "--citations", str(broken)])
+    assert exit_info.value.code == 2
+    assert "cannot read --citations" in capsys.readouterr().err
+
+
+def test_malformed_chunk_lines_are_counted_and_reported(
+    scenario: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chunks = tmp_path / "chunks.jsonl"
+    shutil.copy(scenario["chunks"], chunks)
+    with open(chunks, "ab") as extra:
+        extra.write(b'{"chunk_id": "x", "text": 5}\nnot json\n')
+    main(
+        [
+            "sweep",
+            "--chunks",
+            str(chunks),
+            "--citations",
+            str(scenario["citations"]),
+            "--format",
+            "json",
+        ]
+    )
+    summary = orjson.loads(capsys.readouterr().out)
+    assert summary["invalid_chunk_records"] == 2
+    assert any("chunks.jsonl:" in e and "'text' must be a string" in e for e in summary["errors"])
+
+
+def test_simulate_writes_the_scenario_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["simulate", "--out", str(tmp_path), "--answers", "50", "--gzip"]) == 0
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == [
+        "chunks.before.jsonl.gz",
+        "chunks.jsonl.gz",
+        "citations.jsonl.gz",
+        "expected.jsonl.gz",
+        "scenario.json",
+    ]
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_console_script_help_teaches_exit_codes() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "exporter.cli", "sweep", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "exit status: 0 drift ratio <= --fail-above, 1 above it, 2" in done.stdout
+    assert "--example" in done.stdout
+
+
+@pytest.mark.slow
+def test_example_runs_the_whole_job_on_built_in_data() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "exporter.cli", "sweep", "--example", "--format", "json"],
+        capture_output=True,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    summary = orjson.loads(done.stdout)
+    assert summary["citations"] > 5000
+    assert summary["statuses"]["drift_repaired"] > 0 and summary["statuses"]["superseded"] > 0

@@ -1,0 +1,54 @@
+"""Sweeping in worker processes: same results, and a dead worker is an error, not a hang."""
+
+from __future__ import annotations
+
+import io
+import os
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+
+import pytest
+
+import exporter.sweep
+from exporter.checks.engine import Policy
+from exporter.outputs.report import SweepSummary
+from exporter.simulate.files import write_scenario
+from exporter.simulate.scenario import ScenarioConfig, build_scenario
+from exporter.sweep import load_store, run_sweep
+
+
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return write_scenario(
+        build_scenario(ScenarioConfig(seed=2, answers=1500, invalid_lines=2)),
+        tmp_path_factory.mktemp("sweep"),
+    )
+
+
+def _sweep(scenario: dict[str, Path], jobs: int) -> tuple[bytes, SweepSummary]:
+    summary = SweepSummary()
+    store = load_store(str(scenario["chunks"]), summary)
+    out = io.BytesIO()
+    run_sweep(store, str(scenario["citations"]), Policy(), summary, out=out, jobs=jobs)
+    return out.getvalue(), summary
+
+
+def test_workers_and_in_process_agree(scenario: dict[str, Path]) -> None:
+    one, one_summary = _sweep(scenario, 1)
+    three, three_summary = _sweep(scenario, 3)
+    assert one == three
+    assert one_summary.statuses == three_summary.statuses
+    assert one_summary.shifts == three_summary.shifts
+    assert one_summary.errors == three_summary.errors
+
+
+def _die(lines: object) -> object:
+    os._exit(3)
+
+
+def test_a_dead_worker_fails_the_sweep(
+    scenario: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(exporter.sweep, "_check_batch", _die)
+    with pytest.raises(BrokenProcessPool):
+        _sweep(scenario, 2)
