@@ -17,6 +17,7 @@ share exactly this code.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from exporter.checks.compare import FoldedQuote, text_matches
 from exporter.checks.relocate import FOUND, Place, relocate
@@ -76,20 +77,40 @@ def _shift(
     return None
 
 
+def _verdict(
+    citation: Citation,
+    status: Status,
+    action: Action,
+    live_version: str | None,
+    source: str | None,
+    **details: Any,
+) -> Verdict:
+    """A verdict carrying what every verdict of this citation carries, plus ``details``."""
+    return Verdict(
+        citation.citation_id,
+        citation.answer_id,
+        citation.doc_id,
+        status,
+        action,
+        recorded_version=citation.doc_version,
+        live_version=live_version,
+        topic=citation.topic,
+        source=source,
+        **details,
+    )
+
+
 def check_citation(citation: Citation, store: ChunkStore, policy: Policy) -> Verdict:
     """Check one citation against the live store and decide what should happen to it."""
     live_version = store.live_version(citation.doc_id)
     if live_version is None:
-        return Verdict(
-            citation.citation_id,
-            citation.answer_id,
-            citation.doc_id,
+        return _verdict(
+            citation,
             Status.DOCUMENT_MISSING,
             Action.DROP_CITATION,
+            None,
+            citation.source,
             reason="document_missing",
-            recorded_version=citation.doc_version,
-            topic=citation.topic,
-            source=citation.source,
         )
 
     cited = store.chunk(citation.chunk_id)
@@ -112,34 +133,21 @@ def check_citation(citation: Citation, store: ChunkStore, policy: Policy) -> Ver
             quote = FoldedQuote(citation.quote)
             matches, similarity = text_matches(quote, text, policy.threshold)
         if matches:
-            return Verdict(
-                citation.citation_id,
-                citation.answer_id,
-                citation.doc_id,
-                Status.OK,
-                Action.KEEP,
-                similarity=similarity,
-                recorded_version=citation.doc_version,
-                live_version=live_version,
-                topic=citation.topic,
-                source=source,
+            return _verdict(
+                citation, Status.OK, Action.KEEP, live_version, source, similarity=similarity
             )
         failed = FailedCheck.QUOTE_MISMATCH
 
     if citation.doc_version != live_version:
-        return Verdict(
-            citation.citation_id,
-            citation.answer_id,
-            citation.doc_id,
+        return _verdict(
+            citation,
             Status.SUPERSEDED,
             Action.PIN_ARCHIVED_VERSION,
+            live_version,
+            source,
             reason=failed.value,
             failed_check=failed,
             similarity=similarity,
-            recorded_version=citation.doc_version,
-            live_version=live_version,
-            topic=citation.topic,
-            source=source,
         )
 
     view = store.document(citation.doc_id)
@@ -155,19 +163,15 @@ def check_citation(citation: Citation, store: ChunkStore, policy: Policy) -> Ver
         cited_chunk_id=citation.chunk_id,
     )
     if relocation.outcome != FOUND:
-        return Verdict(
-            citation.citation_id,
-            citation.answer_id,
-            citation.doc_id,
+        return _verdict(
+            citation,
             Status.DRIFT_UNREPAIRED,
             policy.unrepaired_action(citation.topic),
+            live_version,
+            source,
             reason=relocation.outcome,
             failed_check=failed,
             similarity=similarity,
-            recorded_version=citation.doc_version,
-            live_version=live_version,
-            topic=citation.topic,
-            source=source,
         )
 
     place, placement = relocation.place, relocation.placement
@@ -182,18 +186,14 @@ def check_citation(citation: Citation, store: ChunkStore, policy: Policy) -> Ver
         method=place.method,
         shift=_shift(citation, cited, view, place, (new_chunk_id, new_start)),
     )
-    return Verdict(
-        citation.citation_id,
-        citation.answer_id,
-        citation.doc_id,
+    return _verdict(
+        citation,
         Status.DRIFT_REPAIRED,
         Action.REWRITE_OFFSETS,
+        live_version,
+        source,
         reason=failed.value,
         failed_check=failed,
         similarity=similarity,
-        recorded_version=citation.doc_version,
-        live_version=live_version,
         repair=repair,
-        topic=citation.topic,
-        source=source,
     )
