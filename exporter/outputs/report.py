@@ -206,6 +206,8 @@ class SweepSummary:
             share = count / total if total else 0.0
             lines.append(f"  {status.value:<18}{count:>10,}  {share:7.2%}")
         verdict = "PASS" if self.passed(fail_above) else "FAIL"
+        if not self.valid:
+            verdict += " (no valid citations were read: is this the right input?)"
         lines += [
             "",
             f"  drift ratio       {self.drift_ratio:7.2%}   gate: fail above {fail_above:.2%} "
