@@ -1,6 +1,7 @@
 """Benchmark: the whole ``citation-exporter sweep`` command on a 180,000-citation archive.
 
 Prints figures; asserts nothing (performance targets live here, not in timed tests).
+Needs the package installed (``citation-exporter`` on PATH), as ``./scripts/test`` does in .venv.
 
     python bench/sweep_bench.py [--answers 72000] [--naive-sample 20000] [--repeat 3]
 
@@ -55,8 +56,22 @@ def _scenario(answers: int, seed: int) -> Path:
     return directory
 
 
-def _time_sweep(directory: Path, jobs: int | None, repeat: int) -> tuple[float, dict[str, object]]:
+# Runs a command and reports the peak resident memory of its largest process on stderr.
+_PEAK_RSS = (
+    "import resource, subprocess, sys; done = subprocess.run(sys.argv[1:]); "
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); "
+    "sys.exit(done.returncode)"
+)
+
+
+def _time_sweep(
+    directory: Path, jobs: int | None, repeat: int
+) -> tuple[float, dict[str, object], int]:
+    """Best wall time of the sweep, its JSON summary, and its peak RSS in KiB."""
     command = [
+        sys.executable,
+        "-c",
+        _PEAK_RSS,
         "citation-exporter",
         "sweep",
         "--chunks",
@@ -70,7 +85,7 @@ def _time_sweep(directory: Path, jobs: int | None, repeat: int) -> tuple[float, 
     ]
     if jobs is not None:
         command += ["--jobs", str(jobs)]
-    best, summary = float("inf"), {}
+    best, summary, peak = float("inf"), {}, 0
     for _ in range(repeat):
         started = time.perf_counter()
         done = subprocess.run(command, capture_output=True, check=False)
@@ -79,7 +94,8 @@ def _time_sweep(directory: Path, jobs: int | None, repeat: int) -> tuple[float, 
             raise SystemExit(f"sweep failed: {done.stderr.decode()}")
         best = min(best, elapsed)
         summary = json.loads(done.stdout)
-    return best, summary
+        peak = max(peak, int(done.stderr.decode().split()[-1]))
+    return best, summary, peak
 
 
 def main() -> None:
@@ -91,8 +107,8 @@ def main() -> None:
     args = parser.parse_args()
 
     directory = _scenario(args.answers, args.seed)
-    wall, summary = _time_sweep(directory, None, args.repeat)
-    wall_one, _ = _time_sweep(directory, 1, args.repeat)
+    wall, summary, peak = _time_sweep(directory, None, args.repeat)
+    wall_one, _, peak_one = _time_sweep(directory, 1, args.repeat)
     citations = int(summary["citations"])  # type: ignore[call-overload]
 
     started = time.perf_counter()
@@ -111,11 +127,12 @@ def main() -> None:
     )
     print(
         f"sweep command, default jobs ({os.cpu_count()} CPUs): {wall:.2f} s wall "
-        f"({citations / wall:,.0f} citations/s, {wall / citations * 1e6:.1f} us per citation)"
+        f"({citations / wall:,.0f} citations/s, {wall / citations * 1e6:.1f} us per citation), "
+        f"peak RSS {peak / 1024:.0f} MiB in the largest process"
     )
     print(
         f"sweep command, --jobs 1:                 {wall_one:.2f} s wall "
-        f"({citations / wall_one:,.0f} citations/s)"
+        f"({citations / wall_one:,.0f} citations/s), peak RSS {peak_one / 1024:.0f} MiB"
     )
     print(
         f"straightforward implementation: {naive_per_citation * 1e3:.3f} ms per citation "

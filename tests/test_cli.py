@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import shutil
 import subprocess
 import sys
@@ -240,3 +241,36 @@ def test_example_runs_the_whole_job_on_built_in_data() -> None:
     summary = orjson.loads(done.stdout)
     assert summary["citations"] > 5000
     assert summary["statuses"]["drift_repaired"] > 0 and summary["statuses"]["superseded"] > 0
+
+
+def test_progress_bar_on_a_terminal(scenario: dict[str, Path]) -> None:
+    """stderr on a pseudo-terminal gets a progress bar; a pipe (every test above) does not."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "exporter.cli", *_sweep(scenario)[:-1]],
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            check=False,
+            timeout=60,
+        )
+        os.close(follower)
+        shown = b""
+        while True:
+            try:
+                data = os.read(leader, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            shown += data
+    finally:
+        os.close(leader)
+    assert done.returncode == 1
+    assert b"sweep: 100%" in shown
