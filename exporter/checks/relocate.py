@@ -73,7 +73,10 @@ class Place:
 
 @dataclass(frozen=True, slots=True)
 class Relocation:
-    """The relocator's answer; ``placement`` is the chunk holding the place when found."""
+    """The relocator's answer; ``placement`` is the chunk holding the place when found.
+
+    ``candidates`` counts the places weighed (for diagnostics: 2+ means context decided).
+    """
 
     outcome: str
     place: Place | None = None

@@ -62,12 +62,6 @@ class DocumentView:
             self._folded = fold_with_map(self.text)
         return self._folded
 
-    def placement_of(self, chunk_id: str) -> Placement | None:
-        for placement in self.placements:
-            if placement.chunk.chunk_id == chunk_id:
-                return placement
-        return None
-
     def chunks_holding(self, start: int, end: int) -> list[Placement]:
         """The chunks that contain the whole document span ``[start, end)``."""
         holding = []

@@ -60,7 +60,7 @@ def open_input(path: str) -> Iterator[Input]:
 def read_lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
     """Yield (1-based line number, line) for every non-blank line."""
     for number, line in enumerate(stream, start=1):
-        if line.strip():
+        if not line.isspace():
             yield number, line
 
 

@@ -33,9 +33,8 @@ from exporter.simulate.text import (
     render,
 )
 
-__all__ = ["CHANGES", "Scenario", "ScenarioConfig", "build_scenario"]
+__all__ = ["Scenario", "ScenarioConfig", "build_scenario"]
 
-CHANGES = ("none", "resize", "retypeset", "refresh", "silent_edit", "delete")
 TOPICS = ("pricing", "security", "legal", "billing", "product", "onboarding", "support", "api")
 SOURCES = ("acme-docs", "globex-kb", "initech-wiki", "umbrella-pdf")
 CONTEXT_LENGTH = 32
