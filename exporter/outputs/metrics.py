@@ -1,0 +1,247 @@
+"""Every metric the exporter exports, defined on an injected registry; recording, not deciding.
+
+Names are a public contract (rules and dashboards depend on them). Drift and superseded failures
+are separate counters so that alerts can threshold drift alone: a content refresh must never
+page. Labels are bounded: ``mode`` (inline or sweep), ``source`` (an allow-list or the first N
+seen, everything else ``other``), ``outcome``, ``kind``, ``reason``, ``status``, ``topic`` and
+``partition`` of our own Kafka topics. No label ever carries a document, chunk, answer or
+citation id.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from exporter.checks.verdict import FailedCheck, Status, Verdict
+from exporter.outputs.report import SHIFT_BOUNDS
+
+__all__ = ["MODES", "ExporterMetrics", "SourceLabels"]
+
+MODES = ("inline", "sweep")
+OTHER = "other"
+_DRIFT_REASONS = (
+    *(check.value for check in FailedCheck),
+    "ambiguous",
+    "straddles_chunks",
+    "quote_not_found",
+)
+# Signed character shifts: fine near 0, up to 8192 either way, so a chunk-size change shows as
+# one tight band (the same bounds as the sweep report's histogram).
+SHIFT_BUCKETS = (*(float(b) for b in SHIFT_BOUNDS), math.inf)
+# Similarity 0-1 at the recorded span: coarse below 0.9 (shifted spans land near 0.2-0.5),
+# fine above it (where typography-only changes and the 0.98 threshold live).
+SIMILARITY_BUCKETS = (
+    0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9,
+    0.95, 0.96, 0.97, 0.98, 0.985, 0.99, 0.995, 0.999, 1.0, math.inf,
+)  # fmt: skip
+# Inline check time per citation: tens of microseconds normally, milliseconds for fuzzy search.
+DURATION_BUCKETS = (
+    0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+    0.05, 0.1, math.inf,
+)  # fmt: skip
+
+
+class SourceLabels:
+    """Maps a citation's source to a bounded label value.
+
+    With an allow-list, only those values pass; without one, the first ``limit`` distinct
+    values seen pass. Everything else (and a missing source) becomes ``other``.
+    """
+
+    def __init__(self, allowed: Iterable[str] = (), limit: int = 20) -> None:
+        self._allowed = frozenset(allowed)
+        self._seen: set[str] = set(self._allowed)
+        self._limit = limit
+
+    @property
+    def known(self) -> frozenset[str]:
+        return frozenset(self._seen | {OTHER})
+
+    def __call__(self, source: str | None) -> str:
+        if source is None:
+            return OTHER
+        if source in self._seen:
+            return source
+        if not self._allowed and len(self._seen) < self._limit:
+            self._seen.add(source)
+            return source
+        return OTHER
+
+
+class ExporterMetrics:
+    """The exporter's metrics. Pass a fresh ``CollectorRegistry()`` in tests."""
+
+    def __init__(self, registry: CollectorRegistry, sources: SourceLabels, version: str) -> None:
+        self.sources = sources
+        self.checks = Counter(
+            "citation_checks",
+            "Citations checked.",
+            ["mode", "source"],
+            registry=registry,
+        )
+        self.drift_failures = Counter(
+            "citation_drift_failures",
+            "Citations whose span no longer holds the quote on the live document version "
+            "(drift), by whether the offsets could be repaired.",
+            ["mode", "source", "outcome"],
+            registry=registry,
+        )
+        self.superseded_failures = Counter(
+            "citation_superseded_failures",
+            "Citations whose span no longer holds the quote because the document was "
+            "reissued under a new version (content refresh, not drift).",
+            ["mode", "source"],
+            registry=registry,
+        )
+        self.document_missing = Counter(
+            "citation_document_missing",
+            "Citations of documents with no live chunk.",
+            ["mode", "source"],
+            registry=registry,
+        )
+        self.failure_reasons = Counter(
+            "citation_failure_reasons",
+            "Drift and superseded failures by reason.",
+            ["mode", "kind", "reason"],
+            registry=registry,
+        )
+        self.shift = Histogram(
+            "citation_offset_shift_characters",
+            "Signed shift of repaired drift: where the quote is now minus where the span "
+            "pointed, in characters.",
+            ["mode"],
+            buckets=SHIFT_BUCKETS,
+            registry=registry,
+        )
+        self.similarity = Histogram(
+            "citation_quote_similarity_ratio",
+            "Folded similarity (0-1) between the quote and the text at the recorded span.",
+            ["mode"],
+            buckets=SIMILARITY_BUCKETS,
+            registry=registry,
+        )
+        self.check_duration = Histogram(
+            "citation_check_duration_seconds",
+            "Time to check one citation inline.",
+            buckets=DURATION_BUCKETS,
+            registry=registry,
+        )
+        self.sweep_citations = Gauge(
+            "citation_sweep_citations",
+            "Citations per status in the last completed sweep.",
+            ["status"],
+            registry=registry,
+        )
+        self.sweep_last_completed = Gauge(
+            "citation_sweep_last_completed_timestamp_seconds",
+            "When the last sweep completed (Unix time).",
+            registry=registry,
+        )
+        self.sweep_duration = Gauge(
+            "citation_sweep_duration_seconds",
+            "How long the last completed sweep took.",
+            registry=registry,
+        )
+        self.sweep_in_progress = Gauge(
+            "citation_sweep_in_progress", "1 while a sweep runs.", registry=registry
+        )
+        self.sweep_progress = Gauge(
+            "citation_sweep_progress_ratio",
+            "Share of the archive the running sweep has checked (0-1).",
+            registry=registry,
+        )
+        self.build_info = Gauge(
+            "citation_exporter_build_info",
+            "The exporter's version; always 1.",
+            ["version"],
+            registry=registry,
+        )
+        self.ready = Gauge(
+            "citation_exporter_ready",
+            "1 once the chunk store has caught up and citations are checked.",
+            registry=registry,
+        )
+        self.store_chunks = Gauge(
+            "citation_store_chunks", "Live chunks held in memory.", registry=registry
+        )
+        self.store_documents = Gauge(
+            "citation_store_documents", "Live documents held in memory.", registry=registry
+        )
+        self.events = Counter(
+            "citation_exporter_events",
+            "Kafka messages consumed, by topic.",
+            ["topic"],
+            registry=registry,
+        )
+        self.invalid_events = Counter(
+            "citation_exporter_invalid_events",
+            "Messages (or citations within them) that could not be parsed or validated; each "
+            "went to the dead-letter topic.",
+            ["topic", "reason"],
+            registry=registry,
+        )
+        self.consumer_lag = Gauge(
+            "citation_exporter_consumer_lag_messages",
+            "Messages between the consumer's position and the partition's high water mark.",
+            ["topic", "partition"],
+            registry=registry,
+        )
+        self.last_event = Gauge(
+            "citation_exporter_last_event_timestamp_seconds",
+            "When the last message of a topic was consumed (Unix time).",
+            ["topic"],
+            registry=registry,
+        )
+        self.build_info.labels(version).set(1)
+        for mode in MODES:
+            self._initialise(mode)
+        for status in Status:
+            self.sweep_citations.labels(status.value)
+
+    def _initialise(self, mode: str) -> None:
+        """Start every known series at 0, so rates and absent() behave from the first scrape."""
+        for source in self.sources.known:
+            self.checks.labels(mode, source)
+            self.superseded_failures.labels(mode, source)
+            self.document_missing.labels(mode, source)
+            for outcome in ("repaired", "unrepaired"):
+                self.drift_failures.labels(mode, source, outcome)
+        for reason in _DRIFT_REASONS:
+            self.failure_reasons.labels(mode, "drift", reason)
+        for check in FailedCheck:
+            self.failure_reasons.labels(mode, "superseded", check.value)
+        self.shift.labels(mode)
+        self.similarity.labels(mode)
+
+    def initialise_topics(self, topics: Iterable[str]) -> None:
+        for topic in topics:
+            self.events.labels(topic)
+
+    def record(self, verdict: Verdict, mode: str) -> None:
+        """Count one checked citation (invalid ones are counted by :meth:`invalid`)."""
+        source = self.sources(verdict.source)
+        status = verdict.status
+        self.checks.labels(mode, source).inc()
+        if verdict.similarity is not None:
+            self.similarity.labels(mode).observe(verdict.similarity / 100.0)
+        if status is Status.OK:
+            return
+        if status is Status.DOCUMENT_MISSING:
+            self.document_missing.labels(mode, source).inc()
+        elif status is Status.SUPERSEDED:
+            self.superseded_failures.labels(mode, source).inc()
+            self.failure_reasons.labels(mode, "superseded", verdict.reason).inc()
+        elif status is Status.DRIFT_REPAIRED:
+            self.drift_failures.labels(mode, source, "repaired").inc()
+            self.failure_reasons.labels(mode, "drift", verdict.reason).inc()
+            if verdict.repair is not None and verdict.repair.shift is not None:
+                self.shift.labels(mode).observe(verdict.repair.shift)
+        elif status is Status.DRIFT_UNREPAIRED:
+            self.drift_failures.labels(mode, source, "unrepaired").inc()
+            self.failure_reasons.labels(mode, "drift", verdict.reason).inc()
+
+    def invalid(self, topic: str, reason: str) -> None:
+        self.invalid_events.labels(topic, reason).inc()

@@ -1,0 +1,1 @@
+"""The streaming exporter: the only package that talks to Kafka and serves HTTP."""

@@ -1,0 +1,134 @@
+"""Checks the citations of the answer topic, at least once, in a consumer group.
+
+Offsets are committed only after every verdict and dead letter of a batch was acknowledged by
+the broker, per partition, and again for revoked partitions on a rebalance. A batch whose
+outputs could not be delivered is not committed: its partitions are rewound to the batch start
+so it is checked again (counters may count those citations twice; nothing is lost).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
+
+from exporter.checks.engine import Policy
+from exporter.checks.store import ChunkStore
+from exporter.checks.verdict import Status
+from exporter.outputs.metrics import ExporterMetrics
+from exporter.service.messages import Origin, check_message
+from exporter.service.publish import Publisher
+
+__all__ = ["AnswerChecker"]
+
+log = logging.getLogger(__name__)
+
+_MAX_RECORDS = 1000
+
+
+class _CommitOnRevoke(ConsumerRebalanceListener):  # type: ignore[misc]
+    def __init__(self, checker: AnswerChecker) -> None:
+        self._checker = checker
+
+    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        await self._checker.commit(only=revoked)
+
+    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        log.info("answer partitions assigned: %s", sorted(tp.partition for tp in assigned))
+
+
+class AnswerChecker:
+    """Consumes answer events and citations, checks them inline, publishes, commits."""
+
+    def __init__(
+        self,
+        consumer: AIOKafkaConsumer,
+        topic: str,
+        *,
+        store: ChunkStore,
+        policy: Policy,
+        metrics: ExporterMetrics,
+        publisher: Publisher,
+        publish_all: bool,
+        max_bytes: int,
+    ) -> None:
+        self._consumer = consumer
+        self._topic = topic
+        self._store = store
+        self._policy = policy
+        self._metrics = metrics
+        self._publisher = publisher
+        self._publish_all = publish_all
+        self._max_bytes = max_bytes
+        self._uncommitted: dict[TopicPartition, int] = {}
+
+    def subscribe(self) -> None:
+        self._consumer.subscribe([self._topic], listener=_CommitOnRevoke(self))
+
+    async def poll(self, timeout_ms: int = 500) -> int:
+        """Check one batch end to end; returns the number of messages it held."""
+        batches = await self._consumer.getmany(timeout_ms=timeout_ms, max_records=_MAX_RECORDS)
+        if not batches:
+            await self._update_lag()
+            return 0
+        sent: list[Any] = []
+        count = 0
+        try:
+            for records in batches.values():
+                for record in records:
+                    origin = Origin(record.topic, record.partition, record.offset)
+                    checked = check_message(
+                        record.value,
+                        record.key,
+                        origin,
+                        store=self._store,
+                        policy=self._policy,
+                        max_bytes=self._max_bytes,
+                    )
+                    for verdict, seconds in zip(checked.verdicts, checked.seconds, strict=True):
+                        self._metrics.record(verdict, "inline")
+                        self._metrics.check_duration.observe(seconds)
+                        if self._publish_all or verdict.status is not Status.OK:
+                            sent.append(await self._publisher.verdict(verdict, origin, "inline"))
+                    for letter in checked.dead_letters:
+                        self._metrics.invalid(self._topic, letter.reason)
+                        sent.append(await self._publisher.dead_letter(letter))
+                count += len(records)
+                self._metrics.events.labels(self._topic).inc(len(records))
+            await self._publisher.delivered(sent)
+        except KafkaError:
+            for tp, records in batches.items():
+                if tp in self._consumer.assignment():
+                    self._consumer.seek(tp, records[0].offset)
+            raise
+        self._metrics.last_event.labels(self._topic).set(time.time())
+        for tp, records in batches.items():
+            self._uncommitted[tp] = records[-1].offset + 1
+        await self.commit()
+        await self._update_lag()
+        return count
+
+    async def commit(self, only: set[TopicPartition] | None = None) -> None:
+        """Commit the delivered offsets (of ``only`` those partitions, on a revoke)."""
+        offsets = {
+            tp: offset for tp, offset in self._uncommitted.items() if only is None or tp in only
+        }
+        if not offsets:
+            return
+        try:
+            await self._consumer.commit(offsets)
+        except (CommitFailedError, IllegalStateError) as exc:
+            # the group moved on: the new owner re-checks from the last commit (at least once)
+            log.warning("commit of %s failed, will be re-checked elsewhere: %s", offsets, exc)
+        for tp in offsets:
+            self._uncommitted.pop(tp, None)
+
+    async def _update_lag(self) -> None:
+        for tp in self._consumer.assignment():
+            highwater = self._consumer.highwater(tp)
+            if highwater is not None:
+                lag = highwater - await self._consumer.position(tp)
+                self._metrics.consumer_lag.labels(tp.topic, str(tp.partition)).set(lag)

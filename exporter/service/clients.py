@@ -1,0 +1,58 @@
+"""aiokafka clients configured from the settings (addresses and security in one place)."""
+
+from __future__ import annotations
+
+import ssl
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+from exporter.settings import Settings
+
+__all__ = ["connection_options", "make_consumer", "make_producer"]
+
+
+def connection_options(settings: Settings) -> dict[str, Any]:
+    """bootstrap servers, SSL and SASL options shared by every client."""
+    options: dict[str, Any] = {
+        "bootstrap_servers": settings.bootstrap_servers,
+        "security_protocol": settings.security_protocol,
+    }
+    if settings.security_protocol in ("SSL", "SASL_SSL"):
+        context = ssl.create_default_context(
+            cafile=str(settings.ssl_cafile) if settings.ssl_cafile else None
+        )
+        if settings.ssl_certfile:
+            context.load_cert_chain(
+                str(settings.ssl_certfile),
+                str(settings.ssl_keyfile) if settings.ssl_keyfile else None,
+            )
+        options["ssl_context"] = context
+    if settings.security_protocol.startswith("SASL"):
+        options["sasl_mechanism"] = settings.sasl_mechanism or "PLAIN"
+        options["sasl_plain_username"] = settings.sasl_username
+        options["sasl_plain_password"] = (
+            settings.sasl_password.get_secret_value() if settings.sasl_password else None
+        )
+    return options
+
+
+def make_consumer(settings: Settings, **extra: Any) -> AIOKafkaConsumer:
+    return AIOKafkaConsumer(
+        **connection_options(settings),
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        max_partition_fetch_bytes=max(1_048_576, settings.max_message_bytes * 2),
+        **extra,
+    )
+
+
+def make_producer(settings: Settings) -> AIOKafkaProducer:
+    return AIOKafkaProducer(
+        **connection_options(settings),
+        acks="all",
+        linger_ms=5,
+        max_batch_size=262_144,
+        max_request_size=max(1_048_576, settings.max_message_bytes * 2),
+        request_timeout_ms=15_000,
+    )

@@ -1,0 +1,196 @@
+"""The long-running exporter: wiring, start-up, retries with backoff, and a clean stop.
+
+Start-up order matters: ``/metrics`` first (so a broken broker is visible), then the chunk store
+is loaded from the beginning of the chunk topic, and only then does the answer consumer join
+its group. A broker outage never ends the process: every Kafka error is logged and retried with
+backoff while ``/metrics`` keeps answering. SIGTERM/SIGINT stop fetching, finish and commit the
+batch in hand, flush the producer and return.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.errors import KafkaError
+from prometheus_client import CollectorRegistry
+
+from exporter import __version__
+from exporter.checks.engine import Policy
+from exporter.checks.store import ChunkStore
+from exporter.outputs.metrics import ExporterMetrics, SourceLabels
+from exporter.service.answers import AnswerChecker
+from exporter.service.chunks import ChunkFollower
+from exporter.service.clients import make_consumer, make_producer
+from exporter.service.http import MetricsServer
+from exporter.service.messages import DeadLetter
+from exporter.service.publish import Publisher
+from exporter.settings import Settings
+
+__all__ = ["Exporter"]
+
+log = logging.getLogger(__name__)
+
+_MAX_BACKOFF_SECONDS = 30.0
+
+
+class Exporter:
+    """One exporter process. ``await run(stop)`` until ``stop`` is set."""
+
+    def __init__(self, settings: Settings, registry: CollectorRegistry | None = None) -> None:
+        self.settings = settings
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.metrics = ExporterMetrics(
+            self.registry, SourceLabels(settings.sources, settings.max_sources), __version__
+        )
+        self.metrics.initialise_topics([settings.chunks_topic, settings.answers_topic])
+        self.store = ChunkStore()
+        self.policy = Policy(settings.threshold, settings.high_severity_topics)
+        self.http = MetricsServer(
+            self.registry, self.is_ready, settings.metrics_host, settings.metrics_port
+        )
+        self._ready = False
+
+    def is_ready(self) -> bool:
+        return self._ready
+
+    async def run(self, stop: asyncio.Event) -> None:
+        self.http.start()
+        log.info(
+            "citation-drift-exporter %s: metrics on http://%s:%d/metrics, Kafka at %s",
+            __version__,
+            self.settings.metrics_host,
+            self.http.port,
+            self.settings.bootstrap_servers,
+        )
+        try:
+            await self._with_retries(stop, self._serve)
+        finally:
+            self.http.stop()
+
+    async def _with_retries(
+        self, stop: asyncio.Event, body: Callable[[asyncio.Event], Awaitable[None]]
+    ) -> None:
+        backoff = _Backoff()
+        while not stop.is_set():
+            try:
+                await body(stop)
+                return
+            except (KafkaError, OSError, LookupError) as exc:
+                await backoff.wait(stop, f"Kafka unavailable ({exc})")
+
+    async def _serve(self, stop: asyncio.Event) -> None:
+        settings = self.settings
+        # a fresh store each time: tombstones compacted away while we were gone must not leave
+        # deleted chunks behind
+        self.store = ChunkStore()
+        producer = make_producer(settings)
+        chunk_consumer = make_consumer(settings)
+        answer_consumer = make_consumer(settings, group_id=settings.group_id)
+        started: list[AIOKafkaProducer | AIOKafkaConsumer] = []
+        try:
+            for client in (producer, chunk_consumer):
+                await client.start()
+                started.append(client)
+            publisher = Publisher(producer, settings.verdicts_topic, settings.dlq_topic)
+            follower = ChunkFollower(
+                chunk_consumer, settings.chunks_topic, self.store, self.metrics
+            )
+            # the producer's metadata lookup is aiokafka's public way to list a topic's
+            # partitions; a missing topic raises after its request timeout, and is retried
+            await follower.assign(await producer.partitions_for(settings.chunks_topic))
+            following = asyncio.create_task(self._follow(follower, publisher, stop))
+            try:
+                await self._until_ready(follower, following, stop)
+                if stop.is_set():
+                    return
+                self._ready = True
+                await answer_consumer.start()
+                started.append(answer_consumer)
+                checker = AnswerChecker(
+                    answer_consumer,
+                    settings.answers_topic,
+                    store=self.store,
+                    policy=self.policy,
+                    metrics=self.metrics,
+                    publisher=publisher,
+                    publish_all=settings.publish_all_verdicts,
+                    max_bytes=settings.max_message_bytes,
+                )
+                checker.subscribe()
+                await self._check(checker, following, stop)
+                await checker.commit()
+            finally:
+                following.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await following
+        finally:
+            self._ready = False
+            self.metrics.ready.set(0)
+            for client in reversed(started):
+                with contextlib.suppress(KafkaError, OSError):
+                    await client.stop()
+
+    async def _until_ready(
+        self, follower: ChunkFollower, following: asyncio.Task[None], stop: asyncio.Event
+    ) -> None:
+        waiters = {asyncio.create_task(follower.ready.wait()), asyncio.create_task(stop.wait())}
+        done, pending = await asyncio.wait(
+            waiters | {following}, return_when=asyncio.FIRST_COMPLETED
+        )
+        for task in pending - {following}:
+            task.cancel()
+        if following in done:
+            following.result()  # re-raises what stopped the chunk follower
+
+    async def _follow(
+        self, follower: ChunkFollower, publisher: Publisher, stop: asyncio.Event
+    ) -> None:
+        backoff = _Backoff()
+        while not stop.is_set():
+            dead = await follower.poll()
+            while dead and not stop.is_set():
+                try:
+                    await self._dead_letters(publisher, dead)
+                    dead = []
+                except KafkaError as exc:
+                    await backoff.wait(
+                        stop, f"dead letters of the chunk topic not delivered: {exc}"
+                    )
+
+    @staticmethod
+    async def _dead_letters(publisher: Publisher, letters: list[DeadLetter]) -> None:
+        await publisher.delivered([await publisher.dead_letter(letter) for letter in letters])
+
+    async def _check(
+        self, checker: AnswerChecker, following: asyncio.Task[None], stop: asyncio.Event
+    ) -> None:
+        backoff = _Backoff()
+        while not stop.is_set():
+            if following.done():
+                following.result()  # the chunk follower failed: restart everything
+                raise LookupError("chunk follower stopped")
+            try:
+                await checker.poll()
+                backoff.reset()
+            except KafkaError as exc:
+                await backoff.wait(stop, f"verdicts not delivered, batch will be re-checked: {exc}")
+
+
+class _Backoff:
+    """Exponential backoff between retries, cut short by ``stop``."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self._seconds = 0.5
+
+    async def wait(self, stop: asyncio.Event, why: str) -> None:
+        log.error("%s; retrying in %.1f s", why, self._seconds)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), self._seconds)
+        self._seconds = min(_MAX_BACKOFF_SECONDS, self._seconds * 2)

@@ -1,0 +1,233 @@
+"""A real Kafka broker and a real exporter process for the integration tests.
+
+The broker is ``$CITATION_KAFKA_BOOTSTRAP`` when set, else one started by
+``scripts/kafka-local`` (Apache Kafka's own jars from Maven Central). Each test uses topics of
+its own, so tests never see each other's messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from prometheus_client.parser import text_string_to_metric_families
+
+REPO = Path(__file__).resolve().parent.parent
+KAFKA_LOCAL = REPO / "scripts" / "kafka-local"
+
+
+@contextmanager
+def kafka_broker() -> Iterator[str]:
+    """Yield the bootstrap address of a running broker (started here if need be)."""
+    given = os.environ.get("CITATION_KAFKA_BOOTSTRAP")
+    if given:
+        yield given
+        return
+    status = subprocess.run([str(KAFKA_LOCAL), "status"], capture_output=True, check=False)
+    started_here = status.returncode != 0
+    if started_here:
+        subprocess.run([str(KAFKA_LOCAL), "start"], check=True, stdout=subprocess.DEVNULL)
+    try:
+        yield "127.0.0.1:" + os.environ.get("KAFKA_PORT", "19092")
+    finally:
+        if started_here:
+            subprocess.run([str(KAFKA_LOCAL), "stop"], check=False)
+
+
+@dataclass(frozen=True)
+class Topics:
+    chunks: str
+    answers: str
+    verdicts: str
+    dlq: str
+    control: str
+
+    @classmethod
+    def fresh(cls) -> Topics:
+        tag = uuid.uuid4().hex[:10]
+        return cls(
+            *(f"test-{tag}.{name}" for name in ("chunks", "answers", "verdicts", "dlq", "control"))
+        )
+
+    def env(self) -> dict[str, str]:
+        return {
+            "CITATION_EXPORTER_CHUNKS_TOPIC": self.chunks,
+            "CITATION_EXPORTER_ANSWERS_TOPIC": self.answers,
+            "CITATION_EXPORTER_VERDICTS_TOPIC": self.verdicts,
+            "CITATION_EXPORTER_DLQ_TOPIC": self.dlq,
+            "CITATION_EXPORTER_CONTROL_TOPIC": self.control,
+        }
+
+
+async def _create(bootstrap: str, topics: Topics, answer_partitions: int) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics(
+            [
+                NewTopic(topics.chunks, 2, 1, topic_configs={"cleanup.policy": "compact"}),
+                NewTopic(topics.answers, answer_partitions, 1),
+                NewTopic(topics.verdicts, 2, 1),
+                NewTopic(topics.dlq, 1, 1),
+                NewTopic(topics.control, 1, 1),
+            ]
+        )
+    finally:
+        await admin.close()
+
+
+def create_topics(bootstrap: str, answer_partitions: int = 2) -> Topics:
+    topics = Topics.fresh()
+    asyncio.run(_create(bootstrap, topics, answer_partitions))
+    return topics
+
+
+async def _produce(
+    bootstrap: str, topic: str, messages: Iterable[tuple[bytes | None, bytes | None]]
+) -> int:
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+    await producer.start()
+    try:
+        sent = [await producer.send(topic, value, key=key) for key, value in messages]
+        await asyncio.gather(*sent)
+        return len(sent)
+    finally:
+        await producer.stop()
+
+
+def produce(
+    bootstrap: str, topic: str, messages: Iterable[tuple[bytes | None, bytes | None]]
+) -> int:
+    """Send (key, value) pairs; returns how many."""
+    return asyncio.run(_produce(bootstrap, topic, messages))
+
+
+async def _consume(bootstrap: str, topic: str, count: int, seconds: float) -> list[Any]:
+    consumer = AIOKafkaConsumer(
+        topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest", group_id=None
+    )
+    await consumer.start()
+    records: list[Any] = []
+    try:
+        deadline = time.monotonic() + seconds
+        while len(records) < count and time.monotonic() < deadline:
+            batches = await consumer.getmany(timeout_ms=500)
+            for batch in batches.values():
+                records.extend(batch)
+        # a little longer, to catch more than expected
+        for batch in (await consumer.getmany(timeout_ms=1000)).values():
+            records.extend(batch)
+    finally:
+        await consumer.stop()
+    return records
+
+
+def consume(bootstrap: str, topic: str, count: int, seconds: float = 60.0) -> list[Any]:
+    """Read a topic from the beginning until ``count`` records (or time) are seen."""
+    return asyncio.run(_consume(bootstrap, topic, count, seconds))
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of /metrics, keyed by (name, sorted labels)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    samples = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return samples
+
+
+def total(
+    samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str, **labels: str
+) -> float:
+    """Sum of a metric's samples whose labels include ``labels``."""
+    return sum(
+        value
+        for (sample, sample_labels), value in samples.items()
+        if sample == name and set(labels.items()) <= set(sample_labels)
+    )
+
+
+class ExporterProcess:
+    """``citation-exporter run`` as a real process, with its own metrics port."""
+
+    def __init__(self, bootstrap: str, topics: Topics, log: Path, **settings: str) -> None:
+        self.port = free_port()
+        env = {
+            **os.environ,
+            **topics.env(),
+            "CITATION_EXPORTER_BOOTSTRAP_SERVERS": bootstrap,
+            "CITATION_EXPORTER_METRICS_HOST": "127.0.0.1",
+            "CITATION_EXPORTER_METRICS_PORT": str(self.port),
+            "CITATION_EXPORTER_GROUP_ID": f"group-{topics.answers}",
+            **{f"CITATION_EXPORTER_{k.upper()}": v for k, v in settings.items()},
+        }
+        self._log = open(log, "ab")  # noqa: SIM115 - closed in stop()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "exporter.cli", "run", "--log-level", "INFO"],
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def wait_ready(self, seconds: float = 60.0) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(f"exporter exited with {self.process.returncode}")
+            try:
+                with urllib.request.urlopen(
+                    f"http://127.0.0.1:{self.port}/readyz", timeout=2
+                ) as response:
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError):
+                pass
+            time.sleep(0.2)
+        raise AssertionError("exporter not ready in time")
+
+    def scrape(self) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+        return scrape(self.port)
+
+    def wait_for(self, name: str, at_least: float, seconds: float = 60.0, **labels: str) -> float:
+        """Poll /metrics until the metric's total reaches ``at_least``; return the total."""
+        deadline = time.monotonic() + seconds
+        value = 0.0
+        while time.monotonic() < deadline:
+            value = total(self.scrape(), name, **labels)
+            if value >= at_least:
+                return value
+            time.sleep(0.25)
+        raise AssertionError(f"{name}{labels} reached only {value}, wanted {at_least}")
+
+    def stop(self, sig: int = signal.SIGTERM, seconds: float = 30.0) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        try:
+            return self.process.wait(seconds)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+            self._log.close()

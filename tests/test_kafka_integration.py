@@ -1,0 +1,152 @@
+"""The streaming exporter against a real Kafka broker, observed through real /metrics scrapes."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from kafka_support import (
+    ExporterProcess,
+    Topics,
+    consume,
+    create_topics,
+    kafka_broker,
+    produce,
+    total,
+)
+
+from exporter.simulate.files import write_scenario
+from exporter.simulate.scenario import ScenarioConfig, build_scenario
+
+pytestmark = pytest.mark.kafka
+
+
+@pytest.fixture(scope="session")
+def bootstrap() -> Iterator[str]:
+    with kafka_broker() as address:
+        yield address
+
+
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    config = ScenarioConfig(seed=17, answers=800, invalid_lines=5)
+    return write_scenario(build_scenario(config), tmp_path_factory.mktemp("kafka-scenario"))
+
+
+def _chunk_messages(path: Path) -> list[tuple[bytes | None, bytes | None]]:
+    """The live store as keyed messages: upserts, and tombstones for deletions."""
+    messages: list[tuple[bytes | None, bytes | None]] = []
+    for line in path.read_bytes().splitlines():
+        record = orjson.loads(line)
+        key = record["chunk_id"].encode()
+        messages.append((key, None if record.get("deleted") else line))
+    return messages
+
+
+def _answer_messages(path: Path) -> list[tuple[bytes | None, bytes | None]]:
+    return [(None, line) for line in path.read_bytes().splitlines()]
+
+
+def _expected(path: Path) -> list[dict[str, Any]]:
+    return [orjson.loads(line) for line in path.read_bytes().splitlines()]
+
+
+def test_scenario_through_kafka_gives_exact_counters_and_verdicts(
+    bootstrap: str, scenario: dict[str, Path], tmp_path: Path
+) -> None:
+    topics = create_topics(bootstrap)
+    produce(bootstrap, topics.chunks, _chunk_messages(scenario["chunks"]))
+    answers = produce(bootstrap, topics.answers, _answer_messages(scenario["citations"]))
+    expected = _expected(scenario["expected"])
+    statuses = Counter(e["status"] for e in expected)
+
+    exporter = ExporterProcess(bootstrap, topics, tmp_path / "exporter.log")
+    try:
+        exporter.wait_ready()
+        exporter.wait_for("citation_exporter_events_total", answers, topic=topics.answers)
+        exporter.wait_for("citation_checks_total", len(expected), mode="inline")
+        samples = exporter.scrape()
+    finally:
+        assert exporter.stop() == 0
+
+    def inline(name: str, **labels: str) -> float:
+        return total(samples, name, mode="inline", **labels)
+
+    assert inline("citation_checks_total") == len(expected)
+    assert inline("citation_drift_failures_total", outcome="repaired") == statuses["drift_repaired"]
+    assert (
+        inline("citation_drift_failures_total", outcome="unrepaired")
+        == statuses["drift_unrepaired"]
+    )
+    assert inline("citation_superseded_failures_total") == statuses["superseded"]
+    assert inline("citation_document_missing_total") == statuses["document_missing"]
+    assert total(samples, "citation_checks_total", mode="sweep") == 0
+    known_shifts = sum(
+        1 for e in expected if e["repair"] is not None and e["repair"]["shift"] is not None
+    )
+    assert inline("citation_offset_shift_characters_count") == known_shifts
+    assert total(samples, "citation_exporter_invalid_events_total", topic=topics.answers) == 5
+    assert total(samples, "citation_exporter_ready") == 1
+
+    failing = [e for e in expected if e["status"] != "ok"]
+    verdicts = consume(bootstrap, topics.verdicts, len(failing))
+    by_id = {r.key.decode(): orjson.loads(r.value) for r in verdicts}
+    assert len(verdicts) == len(failing), "every failing citation once, in a clean run"
+    for want in failing:
+        got = by_id[want["citation_id"]]
+        assert (got["status"], got["reason"]) == (want["status"], want["reason"])
+        assert got["mode"] == "inline" and got["topic"] == topics.answers
+
+    letters = consume(bootstrap, topics.dlq, 5)
+    assert len(letters) == 5
+    for letter in letters:
+        headers = dict(letter.headers)
+        assert headers["source_topic"].decode() == topics.answers
+        assert int(headers["source_offset"]) >= 0 and headers["error"]
+
+
+def test_malformed_messages_go_to_the_dead_letter_topic_and_the_exporter_keeps_going(
+    bootstrap: str, scenario: dict[str, Path], tmp_path: Path
+) -> None:
+    topics: Topics = create_topics(bootstrap)
+    produce(bootstrap, topics.chunks, _chunk_messages(scenario["chunks"]))
+    good = _answer_messages(scenario["citations"])[:50]
+    bad: list[tuple[bytes | None, bytes | None]] = [
+        (None, b'{"answer_id": "a", "citations": [{"citation_id": '),  # truncated
+        (None, b'{"citation_id": "c", "answer_id": "a", "doc_id": 5}'),  # wrong type
+        (None, b"x" * 5000),  # oversized for the limit below
+        (b"k", None),  # no value at all
+        (None, b"[]"),  # not an object
+    ]
+    produce(bootstrap, topics.answers, bad[:3] + good[:25] + bad[3:] + good[25:])
+
+    exporter = ExporterProcess(
+        bootstrap, topics, tmp_path / "exporter.log", max_message_bytes="4096"
+    )
+    try:
+        exporter.wait_ready()
+        exporter.wait_for("citation_exporter_events_total", 55, topic=topics.answers)
+        samples = exporter.scrape()
+    finally:
+        assert exporter.stop() == 0
+
+    invalid = {
+        dict(labels)["reason"]: value
+        for (name, labels), value in samples.items()
+        if name == "citation_exporter_invalid_events_total"
+        and dict(labels)["topic"] == topics.answers
+    }
+    assert invalid == {"invalid_json": 1, "invalid_record": 2, "oversized": 1, "empty": 1}
+    letters = consume(bootstrap, topics.dlq, 5)
+    reasons = Counter(dict(letter.headers)["reason"].decode() for letter in letters)
+    assert reasons == Counter(invalid)
+    oversized = next(r for r in letters if dict(r.headers)["reason"] == b"oversized")
+    assert len(oversized.value) == 4096
+    good_citations = sum(
+        len(orjson.loads(v).get("citations", [1])) for _, v in good if v is not None
+    )
+    assert total(samples, "citation_checks_total", mode="inline") == good_citations
