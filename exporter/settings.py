@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
@@ -58,8 +59,8 @@ class Settings(BaseSettings):
 
     # checks
     threshold: float = Field(98.0, gt=0.0, le=100.0)
-    high_severity_topics: frozenset[str] = DEFAULT_HIGH_SEVERITY_TOPICS
-    sources: frozenset[str] = frozenset()
+    high_severity_topics: Annotated[frozenset[str], NoDecode] = DEFAULT_HIGH_SEVERITY_TOPICS
+    sources: Annotated[frozenset[str], NoDecode] = frozenset()
     max_sources: int = Field(20, ge=0)
 
     # sweeps
@@ -86,10 +87,9 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        config_file = os.environ.get(f"{ENV_PREFIX}CONFIG_FILE")
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        if config_file:
-            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=Path(config_file)))
+        if settings_cls.model_config.get("toml_file"):
+            sources.append(TomlConfigSettingsSource(settings_cls))
         return tuple(sources)
 
 
@@ -107,12 +107,19 @@ def _describe(error: ValidationError) -> str:
 
 def load_settings(config_file: Path | None = None, **overrides: object) -> Settings:
     """Read the settings; raise SettingsError naming each invalid one."""
+    if config_file is None and os.environ.get(f"{ENV_PREFIX}CONFIG_FILE"):
+        config_file = Path(os.environ[f"{ENV_PREFIX}CONFIG_FILE"])
+    settings_cls = Settings
     if config_file is not None:
         if not config_file.is_file():
             raise SettingsError(f"config file {config_file} does not exist")
-        os.environ[f"{ENV_PREFIX}CONFIG_FILE"] = str(config_file)
+
+        class FromFile(Settings):
+            model_config = SettingsConfigDict(toml_file=config_file)
+
+        settings_cls = FromFile
     try:
-        return Settings(**overrides)  # type: ignore[arg-type]
+        return settings_cls(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
         raise SettingsError(_describe(exc)) from None
     except (OSError, ValueError) as exc:  # an unreadable or malformed TOML file

@@ -1,0 +1,98 @@
+"""Settings from the environment and a TOML file; invalid ones are named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from exporter.settings import Settings, SettingsError, load_settings
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("CITATION_EXPORTER_"):
+            monkeypatch.delenv(name)
+
+
+def test_defaults() -> None:
+    settings = load_settings()
+    assert settings.chunks_topic == "rag.chunks"
+    assert settings.answers_topic == "rag.answers"
+    assert settings.verdicts_topic == "rag.citation-verdicts"
+    assert settings.dlq_topic == "rag.citation-events.dlq"
+    assert settings.control_topic == "rag.control"
+    assert settings.threshold == 98.0
+    assert settings.high_severity_topics == {"pricing", "security", "legal"}
+
+
+def test_environment_variables_with_comma_lists(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CITATION_EXPORTER_BOOTSTRAP_SERVERS", "k1:9092,k2:9092")
+    monkeypatch.setenv("CITATION_EXPORTER_HIGH_SEVERITY_TOPICS", "legal, medical")
+    monkeypatch.setenv("CITATION_EXPORTER_SOURCES", "acme,globex")
+    monkeypatch.setenv("CITATION_EXPORTER_SASL_PASSWORD", "hunter2")
+    settings = load_settings()
+    assert settings.bootstrap_servers == "k1:9092,k2:9092"
+    assert settings.high_severity_topics == {"legal", "medical"}
+    assert settings.sources == {"acme", "globex"}
+    assert "hunter2" not in repr(settings), "secrets never appear in logs"
+
+
+def test_toml_file_and_environment_precedence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "exporter.toml"
+    config.write_text('group_id = "from-file"\nmetrics_port = 9999\nthreshold = 97.5\n')
+    monkeypatch.setenv("CITATION_EXPORTER_METRICS_PORT", "9100")
+    settings = load_settings(config)
+    assert (settings.group_id, settings.metrics_port, settings.threshold) == (
+        "from-file",
+        9100,
+        97.5,
+    )
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "named"),
+    [
+        ("CITATION_EXPORTER_THRESHOLD", "120", "threshold (CITATION_EXPORTER_THRESHOLD)"),
+        ("CITATION_EXPORTER_METRICS_PORT", "http", "metrics_port"),
+        ("CITATION_EXPORTER_SECURITY_PROTOCOL", "TLS", "security_protocol"),
+        ("CITATION_EXPORTER_GROUP_ID", "", "group_id"),
+    ],
+)
+def test_invalid_settings_are_named(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str, named: str
+) -> None:
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(SettingsError, match="invalid settings") as error:
+        load_settings()
+    assert named in str(error.value)
+
+
+def test_unknown_key_in_the_file_is_named(tmp_path: Path) -> None:
+    config = tmp_path / "exporter.toml"
+    config.write_text('bootstrap_server = "typo:9092"\n')
+    with pytest.raises(SettingsError, match="unknown setting 'bootstrap_server'"):
+        load_settings(config)
+
+
+def test_missing_config_file(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match="does not exist"):
+        load_settings(tmp_path / "nope.toml")
+
+
+def test_settings_type_is_importable_without_side_effects() -> None:
+    assert Settings.model_fields["bootstrap_servers"].default == "127.0.0.1:9092"
+
+
+def test_config_file_named_by_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "exporter.toml"
+    config.write_text('answers_topic = "prod.answers"\n')
+    monkeypatch.setenv("CITATION_EXPORTER_CONFIG_FILE", str(config))
+    assert load_settings().answers_topic == "prod.answers"
