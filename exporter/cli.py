@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import os
 import signal
 import sys
@@ -327,6 +326,7 @@ def _run_exporter(args: argparse.Namespace) -> int:
     # imported here: Kafka, Prometheus and pydantic cost a sweep 0.2 s of start-up it never uses
     from prometheus_client import disable_created_metrics  # noqa: PLC0415
 
+    from exporter.service.logs import configure_logging  # noqa: PLC0415
     from exporter.service.runtime import Exporter  # noqa: PLC0415
     from exporter.settings import SettingsError, load_settings  # noqa: PLC0415
 
@@ -343,12 +343,7 @@ def _run_exporter(args: argparse.Namespace) -> int:
         settings = load_settings(args.config, **overrides)
     except SettingsError as exc:
         raise _UsageError(str(exc)) from None
-    logging.basicConfig(
-        level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    logging.getLogger("aiokafka").setLevel(
-        max(logging.WARNING, logging.getLevelName(args.log_level))
-    )
+    configure_logging(args.log_level)
     disable_created_metrics()  # type: ignore[no-untyped-call]
 
     async def serve() -> None:

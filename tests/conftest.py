@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -57,6 +58,10 @@ def citation(
     )
 
 
-@pytest.fixture
-def make_store() -> Any:
-    return store_of
+@pytest.fixture(scope="session")
+def bootstrap() -> Iterator[str]:
+    """A real Kafka broker for the integration tests (see tests/kafka_support.py)."""
+    from kafka_support import kafka_broker
+
+    with kafka_broker() as address:
+        yield address

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
@@ -140,6 +141,24 @@ async def _consume(bootstrap: str, topic: str, count: int, seconds: float) -> li
 def consume(bootstrap: str, topic: str, count: int, seconds: float = 60.0) -> list[Any]:
     """Read a topic from the beginning until ``count`` records (or time) are seen."""
     return asyncio.run(_consume(bootstrap, topic, count, seconds))
+
+
+def chunk_messages(path: Path) -> list[tuple[bytes | None, bytes | None]]:
+    """The live store as keyed messages: upserts, and tombstones for deletions."""
+    messages: list[tuple[bytes | None, bytes | None]] = []
+    for line in path.read_bytes().splitlines():
+        record = orjson.loads(line)
+        key = record["chunk_id"].encode()
+        messages.append((key, None if record.get("deleted") else line))
+    return messages
+
+
+def answer_messages(path: Path) -> list[tuple[bytes | None, bytes | None]]:
+    return [(None, line) for line in path.read_bytes().splitlines()]
+
+
+def expected_verdicts(path: Path) -> list[dict[str, Any]]:
+    return [orjson.loads(line) for line in path.read_bytes().splitlines()]
 
 
 def free_port() -> int:

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
 from kafka_support import (
     ExporterProcess,
     Topics,
+    answer_messages,
+    chunk_messages,
     consume,
     create_topics,
-    kafka_broker,
+    expected_verdicts,
     produce,
     total,
 )
@@ -25,43 +25,19 @@ from exporter.simulate.scenario import ScenarioConfig, build_scenario
 pytestmark = pytest.mark.kafka
 
 
-@pytest.fixture(scope="session")
-def bootstrap() -> Iterator[str]:
-    with kafka_broker() as address:
-        yield address
-
-
 @pytest.fixture(scope="module")
 def scenario(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     config = ScenarioConfig(seed=17, answers=800, invalid_lines=5)
     return write_scenario(build_scenario(config), tmp_path_factory.mktemp("kafka-scenario"))
 
 
-def _chunk_messages(path: Path) -> list[tuple[bytes | None, bytes | None]]:
-    """The live store as keyed messages: upserts, and tombstones for deletions."""
-    messages: list[tuple[bytes | None, bytes | None]] = []
-    for line in path.read_bytes().splitlines():
-        record = orjson.loads(line)
-        key = record["chunk_id"].encode()
-        messages.append((key, None if record.get("deleted") else line))
-    return messages
-
-
-def _answer_messages(path: Path) -> list[tuple[bytes | None, bytes | None]]:
-    return [(None, line) for line in path.read_bytes().splitlines()]
-
-
-def _expected(path: Path) -> list[dict[str, Any]]:
-    return [orjson.loads(line) for line in path.read_bytes().splitlines()]
-
-
 def test_scenario_through_kafka_gives_exact_counters_and_verdicts(
     bootstrap: str, scenario: dict[str, Path], tmp_path: Path
 ) -> None:
     topics = create_topics(bootstrap)
-    produce(bootstrap, topics.chunks, _chunk_messages(scenario["chunks"]))
-    answers = produce(bootstrap, topics.answers, _answer_messages(scenario["citations"]))
-    expected = _expected(scenario["expected"])
+    produce(bootstrap, topics.chunks, chunk_messages(scenario["chunks"]))
+    answers = produce(bootstrap, topics.answers, answer_messages(scenario["citations"]))
+    expected = expected_verdicts(scenario["expected"])
     statuses = Counter(e["status"] for e in expected)
 
     exporter = ExporterProcess(bootstrap, topics, tmp_path / "exporter.log")
@@ -113,8 +89,8 @@ def test_malformed_messages_go_to_the_dead_letter_topic_and_the_exporter_keeps_g
     bootstrap: str, scenario: dict[str, Path], tmp_path: Path
 ) -> None:
     topics: Topics = create_topics(bootstrap)
-    produce(bootstrap, topics.chunks, _chunk_messages(scenario["chunks"]))
-    good = _answer_messages(scenario["citations"])[:50]
+    produce(bootstrap, topics.chunks, chunk_messages(scenario["chunks"]))
+    good = answer_messages(scenario["citations"])[:50]
     bad: list[tuple[bytes | None, bytes | None]] = [
         (None, b'{"answer_id": "a", "citations": [{"citation_id": '),  # truncated
         (None, b'{"citation_id": "c", "answer_id": "a", "doc_id": 5}'),  # wrong type
