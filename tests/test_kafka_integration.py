@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -126,3 +127,88 @@ def test_malformed_messages_go_to_the_dead_letter_topic_and_the_exporter_keeps_g
         len(orjson.loads(v).get("citations", [1])) for _, v in good if v is not None
     )
     assert total(samples, "citation_checks_total", mode="inline") == good_citations
+
+
+def _sweep_gauges(samples: dict[Any, float]) -> dict[str, float]:
+    return {
+        dict(labels)["status"]: value
+        for (name, labels), value in samples.items()
+        if name == "citation_sweep_citations"
+    }
+
+
+def test_a_control_message_starts_a_sweep_whose_gauges_are_right(
+    bootstrap: str, scenario: dict[str, Path], tmp_path: Path
+) -> None:
+    topics = create_topics(bootstrap)
+    produce(bootstrap, topics.chunks, chunk_messages(scenario["chunks"]))
+    produce(bootstrap, topics.answers, answer_messages(scenario["citations"]))
+    expected = expected_verdicts(scenario["expected"])
+    exporter = ExporterProcess(bootstrap, topics, tmp_path / "exporter.log")
+    try:
+        exporter.wait_ready()
+        exporter.wait_for("citation_checks_total", len(expected), mode="inline")
+        assert total(exporter.scrape(), "citation_sweep_last_completed_timestamp_seconds") == 0
+        produce(
+            bootstrap,
+            topics.control,
+            [
+                (None, b'{"type": "sweep", "reason": "after the 2026-11 re-index"}'),
+                (None, b'{"type": "reboot"}'),
+            ],
+        )
+        exporter.wait_for("citation_sweep_last_completed_timestamp_seconds", 1)
+        samples = exporter.scrape()
+    finally:
+        assert exporter.stop() == 0
+    statuses = Counter(e["status"] for e in expected)
+    gauges = _sweep_gauges(samples)
+    assert gauges == {
+        "ok": statuses["ok"],
+        "drift_repaired": statuses["drift_repaired"],
+        "drift_unrepaired": statuses["drift_unrepaired"],
+        "superseded": statuses["superseded"],
+        "document_missing": statuses["document_missing"],
+        "invalid": 5,
+    }
+    assert total(samples, "citation_checks_total", mode="sweep") == len(expected)
+    assert total(samples, "citation_drift_failures_total", mode="sweep") == (
+        statuses["drift_repaired"] + statuses["drift_unrepaired"]
+    )
+    assert total(samples, "citation_sweep_in_progress") == 0
+    assert total(samples, "citation_sweep_progress_ratio") == 1
+    assert total(samples, "citation_sweep_duration_seconds") > 0
+    assert total(samples, "citation_exporter_invalid_events_total", topic=topics.control) == 1
+
+
+def test_a_new_chunker_fingerprint_triggers_a_sweep_once_the_reindex_is_quiet(
+    bootstrap: str, scenario: dict[str, Path], tmp_path: Path
+) -> None:
+    topics = create_topics(bootstrap)
+    before = chunk_messages(scenario["chunks_before"])
+    produce(bootstrap, topics.chunks, before)
+    produce(bootstrap, topics.answers, answer_messages(scenario["citations"]))
+    expected = expected_verdicts(scenario["expected"])
+    exporter = ExporterProcess(
+        bootstrap, topics, tmp_path / "exporter.log", sweep_quiet_seconds="1.5"
+    )
+    try:
+        exporter.wait_ready()
+        exporter.wait_for("citation_checks_total", len(expected), mode="inline")
+        inline = exporter.scrape()
+        assert total(inline, "citation_drift_failures_total", mode="inline") == 0
+        assert total(inline, "citation_sweep_last_completed_timestamp_seconds") == 0
+        # the re-index: new chunks (new chunker fingerprints), deletions
+        produce(bootstrap, topics.chunks, chunk_messages(scenario["chunks"])[len(before) :])
+        exporter.wait_for("citation_sweep_last_completed_timestamp_seconds", 1, seconds=60)
+        samples = exporter.scrape()
+    finally:
+        assert exporter.stop() == 0
+    statuses = Counter(e["status"] for e in expected)
+    gauges = _sweep_gauges(samples)
+    assert gauges["drift_repaired"] == statuses["drift_repaired"]
+    assert gauges["superseded"] == statuses["superseded"]
+    assert gauges["document_missing"] == statuses["document_missing"]
+    assert total(samples, "citation_drift_failures_total", mode="inline") == 0, (
+        "a sweep never moves the inline counters"
+    )

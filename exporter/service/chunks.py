@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.structs import ConsumerRecord
@@ -21,6 +20,7 @@ from exporter.outputs.metrics import ExporterMetrics
 from exporter.records.decode import RecordError, decode_chunk, parse_json
 from exporter.records.schema import ChunkDeletion
 from exporter.service.messages import DeadLetter, Origin
+from exporter.service.sweeps import ReindexWatch
 
 __all__ = ["ChunkFollower"]
 
@@ -36,13 +36,13 @@ class ChunkFollower:
         topic: str,
         store: ChunkStore,
         metrics: ExporterMetrics,
-        on_chunker: Callable[[str], None] | None = None,
+        watch: ReindexWatch | None = None,
     ) -> None:
         self._consumer = consumer
         self._topic = topic
         self._store = store
         self._metrics = metrics
-        self._on_chunker = on_chunker
+        self._watch = watch
         self._targets: dict[TopicPartition, int] = {}
         self.ready = asyncio.Event()
 
@@ -78,6 +78,8 @@ class ChunkFollower:
         from the start at every start-up, so such a record is dead-lettered again each time.
         """
         self._metrics.events.labels(self._topic).inc()
+        if self._watch is not None:
+            self._watch.touched()
         if record.value is None:
             if record.key:
                 self._store.apply(ChunkDeletion(record.key.decode("utf-8", "replace")))
@@ -91,8 +93,8 @@ class ChunkFollower:
             return DeadLetter(origin, record.value, record.key, reason, str(exc))
         self._store.apply(chunk)
         chunker = getattr(chunk, "chunker", None)
-        if chunker and self._on_chunker is not None:
-            self._on_chunker(chunker)
+        if chunker and self._watch is not None:
+            self._watch.saw(chunker)
         return None
 
     async def poll(self, timeout_ms: int = 500) -> list[DeadLetter]:

@@ -25,9 +25,11 @@ from exporter.outputs.metrics import ExporterMetrics, SourceLabels
 from exporter.service.answers import AnswerChecker
 from exporter.service.chunks import ChunkFollower
 from exporter.service.clients import make_consumer, make_producer
+from exporter.service.control import ControlListener
 from exporter.service.http import MetricsServer
 from exporter.service.messages import DeadLetter
 from exporter.service.publish import Publisher
+from exporter.service.sweeps import ReindexWatch, SweepRunner
 from exporter.settings import Settings
 
 __all__ = ["Exporter"]
@@ -46,7 +48,9 @@ class Exporter:
         self.metrics = ExporterMetrics(
             self.registry, SourceLabels(settings.sources, settings.max_sources), __version__
         )
-        self.metrics.initialise_topics([settings.chunks_topic, settings.answers_topic])
+        self.metrics.initialise_topics(
+            [settings.chunks_topic, settings.answers_topic, settings.control_topic]
+        )
         self.store = ChunkStore()
         self.policy = Policy(settings.threshold, settings.high_severity_topics)
         self.http = MetricsServer(
@@ -90,49 +94,85 @@ class Exporter:
         producer = make_producer(settings)
         chunk_consumer = make_consumer(settings)
         answer_consumer = make_consumer(settings, group_id=settings.group_id)
+        control_consumer = make_consumer(settings, group_id=f"{settings.group_id}.control")
         started: list[AIOKafkaProducer | AIOKafkaConsumer] = []
+        background: list[asyncio.Task[None]] = []
+        publisher = Publisher(producer, settings.verdicts_topic, settings.dlq_topic)
+        watch = ReindexWatch(settings.sweep_quiet_seconds)
+        sweeps = SweepRunner(
+            lambda: make_consumer(settings),
+            settings.answers_topic,
+            lambda: producer.partitions_for(settings.answers_topic),
+            store=lambda: self.store,
+            policy=self.policy,
+            metrics=self.metrics,
+            publisher=publisher,
+            max_bytes=settings.max_message_bytes,
+        )
         try:
             for client in (producer, chunk_consumer):
                 await client.start()
                 started.append(client)
-            publisher = Publisher(producer, settings.verdicts_topic, settings.dlq_topic)
             follower = ChunkFollower(
-                chunk_consumer, settings.chunks_topic, self.store, self.metrics
+                chunk_consumer, settings.chunks_topic, self.store, self.metrics, watch
             )
             # the producer's metadata lookup is aiokafka's public way to list a topic's
             # partitions; a missing topic raises after its request timeout, and is retried
             await follower.assign(await producer.partitions_for(settings.chunks_topic))
-            following = asyncio.create_task(self._follow(follower, publisher, stop))
-            try:
-                await self._until_ready(follower, following, stop)
-                if stop.is_set():
-                    return
-                self._ready = True
-                await answer_consumer.start()
-                started.append(answer_consumer)
-                checker = AnswerChecker(
-                    answer_consumer,
-                    settings.answers_topic,
-                    store=self.store,
-                    policy=self.policy,
-                    metrics=self.metrics,
-                    publisher=publisher,
-                    publish_all=settings.publish_all_verdicts,
-                    max_bytes=settings.max_message_bytes,
-                )
-                checker.subscribe()
-                await self._check(checker, following, stop)
-                await checker.commit()
-            finally:
-                following.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await following
+            following = asyncio.create_task(
+                self._follow(follower, publisher, stop), name="chunk follower"
+            )
+            background.append(following)
+            await self._until_ready(follower, following, stop)
+            if stop.is_set():
+                return
+            self._ready = True
+            watch.arm()
+            for client in (answer_consumer, control_consumer):
+                await client.start()
+                started.append(client)
+            control = ControlListener(
+                control_consumer, settings.control_topic, sweeps, self.metrics, publisher
+            )
+            control.subscribe()
+            background.append(asyncio.create_task(control.run(stop), name="control listener"))
+            background.append(
+                asyncio.create_task(self._watch_reindex(watch, sweeps, stop), name="re-index watch")
+            )
+            checker = AnswerChecker(
+                answer_consumer,
+                settings.answers_topic,
+                store=self.store,
+                policy=self.policy,
+                metrics=self.metrics,
+                publisher=publisher,
+                publish_all=settings.publish_all_verdicts,
+                max_bytes=settings.max_message_bytes,
+            )
+            checker.subscribe()
+            await self._check(checker, background, stop)
+            await checker.commit()
         finally:
             self._ready = False
             self.metrics.ready.set(0)
+            await sweeps.stop()
+            for task in background:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             for client in reversed(started):
                 with contextlib.suppress(KafkaError, OSError):
                     await client.stop()
+
+    @staticmethod
+    async def _watch_reindex(watch: ReindexWatch, sweeps: SweepRunner, stop: asyncio.Event) -> None:
+        """Start a sweep once a re-index with a new chunker has gone quiet."""
+        while not stop.is_set():
+            chunker = watch.due()
+            if chunker is not None:
+                sweeps.request(f"chunker changed to {chunker}")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 0.5)
 
     async def _until_ready(
         self, follower: ChunkFollower, following: asyncio.Task[None], stop: asyncio.Event
@@ -166,13 +206,14 @@ class Exporter:
         await publisher.delivered([await publisher.dead_letter(letter) for letter in letters])
 
     async def _check(
-        self, checker: AnswerChecker, following: asyncio.Task[None], stop: asyncio.Event
+        self, checker: AnswerChecker, background: list[asyncio.Task[None]], stop: asyncio.Event
     ) -> None:
         backoff = _Backoff()
         while not stop.is_set():
-            if following.done():
-                following.result()  # the chunk follower failed: restart everything
-                raise LookupError("chunk follower stopped")
+            for task in background:
+                if task.done() and not stop.is_set():
+                    task.result()  # a background loop failed: restart everything
+                    raise LookupError(f"{task.get_name()} stopped")
             try:
                 await checker.poll()
                 backoff.reset()

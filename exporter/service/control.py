@@ -1,0 +1,80 @@
+"""The control topic: ``{"type": "sweep", "reason": "..."}`` starts a sweep.
+
+Read in a consumer group of its own (``<group_id>.control``), so one instance of a deployment
+acts on each request. Anything else is dead-lettered and counted as invalid.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer
+from aiokafka.errors import KafkaError
+
+from exporter.outputs.metrics import ExporterMetrics
+from exporter.records.decode import RecordError, parse_json
+from exporter.service.messages import DeadLetter, Origin
+from exporter.service.publish import Publisher
+from exporter.service.sweeps import SweepRunner
+
+__all__ = ["ControlListener", "sweep_reason"]
+
+log = logging.getLogger(__name__)
+
+
+def sweep_reason(value: bytes | None) -> str:
+    """The reason of a sweep request; raises RecordError for anything else."""
+    if value is None:
+        raise RecordError("control message has no value")
+    request: Any = parse_json(value)
+    if type(request) is not dict or request.get("type") != "sweep":
+        raise RecordError('a control message must be {"type": "sweep", "reason": "..."}')
+    reason = request.get("reason", "requested")
+    if type(reason) is not str:
+        raise RecordError("'reason' must be a string")
+    return reason
+
+
+class ControlListener:
+    def __init__(
+        self,
+        consumer: AIOKafkaConsumer,
+        topic: str,
+        sweeps: SweepRunner,
+        metrics: ExporterMetrics,
+        publisher: Publisher,
+    ) -> None:
+        self._consumer = consumer
+        self._topic = topic
+        self._sweeps = sweeps
+        self._metrics = metrics
+        self._publisher = publisher
+
+    def subscribe(self) -> None:
+        self._consumer.subscribe([self._topic])
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            batches = await self._consumer.getmany(timeout_ms=500, max_records=100)
+            for records in batches.values():
+                for record in records:
+                    self._metrics.events.labels(self._topic).inc()
+                    try:
+                        reason = sweep_reason(record.value)
+                    except RecordError as exc:
+                        self._metrics.invalid(self._topic, "invalid_record")
+                        origin = Origin(record.topic, record.partition, record.offset)
+                        letter = DeadLetter(
+                            origin, record.value, record.key, "invalid_record", str(exc)
+                        )
+                        await self._publisher.delivered([await self._publisher.dead_letter(letter)])
+                        continue
+                    log.info("sweep requested on %s: %s", self._topic, reason)
+                    self._sweeps.request(reason)
+            if batches:
+                try:
+                    await self._consumer.commit()
+                except KafkaError as exc:
+                    log.warning("control offsets not committed (%s); a request may repeat", exc)

@@ -1,0 +1,202 @@
+"""Sweeps inside the service: the whole archive of the answer topic, re-checked on demand.
+
+A sweep starts on a control message (``{"type": "sweep", "reason": "..."}`` on the control
+topic) or by itself once chunks cut by a chunker fingerprint not seen before have arrived and
+the chunk topic has then been quiet for ``sweep_quiet_seconds`` (a re-index finished). It reads
+the answer topic from its earliest offsets up to the high water marks at its start, with a
+consumer of its own outside any group, so inline checking goes on meanwhile. One sweep runs at
+a time; a request during a sweep is remembered and runs after it.
+
+Its results are counted with ``mode="sweep"`` and summarised in the ``citation_sweep_*``
+gauges when it completes; failing verdicts are published with ``"mode": "sweep"``. Invalid
+inputs were dead-lettered when first consumed and are only counted here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from exporter.checks.engine import Policy, invalid_verdict
+from exporter.checks.store import ChunkStore
+from exporter.checks.verdict import Status
+from exporter.outputs.metrics import ExporterMetrics
+from exporter.outputs.report import SweepSummary
+from exporter.records.schema import InvalidCitation
+from exporter.service.messages import Origin, check_message
+from exporter.service.publish import Publisher
+
+__all__ = ["ReindexWatch", "SweepRunner"]
+
+log = logging.getLogger(__name__)
+
+
+class ReindexWatch:
+    """Notices a new chunker fingerprint and says when the chunk stream has gone quiet."""
+
+    def __init__(self, quiet_seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._quiet = quiet_seconds
+        self._clock = clock
+        self._known: set[str] = set()
+        self._armed = False
+        self._pending: str | None = None
+        self._last_chunk = 0.0
+
+    def arm(self) -> None:
+        """From now on a fingerprint not seen before means a re-index (not the initial load)."""
+        self._armed = True
+
+    def saw(self, chunker: str) -> None:
+        self._last_chunk = self._clock()
+        if chunker not in self._known:
+            self._known.add(chunker)
+            if self._armed:
+                self._pending = chunker
+                log.info("chunks cut by a new chunker %r are arriving", chunker)
+
+    def touched(self) -> None:
+        """Any chunk record arrived (quiet time restarts)."""
+        self._last_chunk = self._clock()
+
+    def due(self) -> str | None:
+        """The new fingerprint once the stream has been quiet long enough, once."""
+        if self._pending is None or self._clock() - self._last_chunk < self._quiet:
+            return None
+        chunker, self._pending = self._pending, None
+        return chunker
+
+
+class SweepRunner:
+    """Runs sweeps one at a time in a background task."""
+
+    def __init__(
+        self,
+        make_consumer: Callable[[], AIOKafkaConsumer],
+        topic: str,
+        partitions: Callable[[], Awaitable[set[int]]],
+        *,
+        store: Callable[[], ChunkStore],
+        policy: Policy,
+        metrics: ExporterMetrics,
+        publisher: Publisher,
+        max_bytes: int,
+    ) -> None:
+        self._make_consumer = make_consumer
+        self._topic = topic
+        self._partitions = partitions
+        self._store = store
+        self._policy = policy
+        self._metrics = metrics
+        self._publisher = publisher
+        self._max_bytes = max_bytes
+        self._task: asyncio.Task[None] | None = None
+        self._again: str | None = None
+        self.completed = 0
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def request(self, reason: str) -> None:
+        """Start a sweep now, or right after the one running."""
+        if self.running:
+            log.info("sweep requested (%s) while one runs; it will follow", reason)
+            self._again = reason
+            return
+        self._task = asyncio.create_task(self._run(reason))
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        self._metrics.sweep_in_progress.set(0)
+
+    async def _run(self, reason: str) -> None:
+        while True:
+            try:
+                await self._sweep(reason)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a failed sweep must not end the service; the next may succeed
+                log.exception("sweep (%s) failed", reason)
+                self._metrics.sweep_in_progress.set(0)
+            if self._again is None:
+                return
+            reason, self._again = self._again, None
+
+    async def _sweep(self, reason: str) -> None:
+        log.info("sweep started: %s", reason)
+        started_wall, started = time.time(), time.monotonic()
+        self._metrics.sweep_in_progress.set(1)
+        self._metrics.sweep_progress.set(0)
+        consumer = self._make_consumer()
+        await consumer.start()
+        summary = SweepSummary()
+        try:
+            partitions = await self._partitions()
+            assigned = [TopicPartition(self._topic, p) for p in sorted(partitions)]
+            consumer.assign(assigned)
+            beginnings = await consumer.beginning_offsets(assigned)
+            targets = await consumer.end_offsets(assigned)
+            await consumer.seek_to_beginning(*assigned)
+            work = sum(targets[tp] - beginnings[tp] for tp in assigned) or 1
+            done: dict[TopicPartition, int] = {tp: beginnings[tp] for tp in assigned}
+            remaining = {tp for tp in assigned if targets[tp] > beginnings[tp]}
+            while remaining:
+                batches = await consumer.getmany(*remaining, timeout_ms=500, max_records=2000)
+                sent: list[Any] = []
+                for tp, records in batches.items():
+                    for record in records:
+                        if record.offset >= targets[tp]:
+                            break
+                        await self._check(record, summary, sent)
+                        done[tp] = record.offset + 1
+                    if done[tp] >= targets[tp]:
+                        remaining.discard(tp)
+                await self._publisher.delivered(sent)
+                progress = sum(done[tp] - beginnings[tp] for tp in assigned) / work
+                self._metrics.sweep_progress.set(min(1.0, progress))
+        finally:
+            await consumer.stop()
+        duration = time.monotonic() - started
+        for status in Status:
+            self._metrics.sweep_citations.labels(status.value).set(summary.statuses[status])
+        self._metrics.sweep_duration.set(duration)
+        self._metrics.sweep_last_completed.set(started_wall + duration)
+        self._metrics.sweep_progress.set(1)
+        self._metrics.sweep_in_progress.set(0)
+        self.completed += 1
+        log.info(
+            "sweep completed in %.1f s (%s): %d citations, drift ratio %.2f%%, superseded "
+            "ratio %.2f%%",
+            duration,
+            reason,
+            summary.citations,
+            summary.drift_ratio * 100,
+            summary.superseded_ratio * 100,
+        )
+
+    async def _check(self, record: Any, summary: SweepSummary, sent: list[Any]) -> None:
+        origin = Origin(record.topic, record.partition, record.offset)
+        checked = check_message(
+            record.value,
+            record.key,
+            origin,
+            store=self._store(),
+            policy=self._policy,
+            max_bytes=self._max_bytes,
+        )
+        for verdict in checked.verdicts:
+            self._metrics.record(verdict, "sweep")
+            summary.add(verdict)
+            if verdict.status is not Status.OK:
+                sent.append(await self._publisher.verdict(verdict, origin, "sweep"))
+        for letter in checked.dead_letters:
+            summary.add(invalid_verdict(InvalidCitation(letter.error, index=letter.index)))
