@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -90,7 +93,8 @@ def test_malformed_messages_go_to_the_dead_letter_topic_and_the_exporter_keeps_g
     bootstrap: str, scenario: dict[str, Path], tmp_path: Path
 ) -> None:
     topics: Topics = create_topics(bootstrap)
-    produce(bootstrap, topics.chunks, chunk_messages(scenario["chunks"]))
+    broken_chunk = (b"broken#0", b'{"chunk_id": "broken#0", "text": 5}')
+    produce(bootstrap, topics.chunks, [broken_chunk, *chunk_messages(scenario["chunks"])])
     good = answer_messages(scenario["citations"])[:50]
     bad: list[tuple[bytes | None, bytes | None]] = [
         (None, b'{"answer_id": "a", "citations": [{"citation_id": '),  # truncated
@@ -118,9 +122,16 @@ def test_malformed_messages_go_to_the_dead_letter_topic_and_the_exporter_keeps_g
         and dict(labels)["topic"] == topics.answers
     }
     assert invalid == {"invalid_json": 1, "invalid_record": 2, "oversized": 1, "empty": 1}
-    letters = consume(bootstrap, topics.dlq, 5)
-    reasons = Counter(dict(letter.headers)["reason"].decode() for letter in letters)
+    assert total(samples, "citation_exporter_invalid_events_total", topic=topics.chunks) == 1
+    letters = consume(bootstrap, topics.dlq, 6)
+    reasons = Counter(
+        dict(letter.headers)["reason"].decode()
+        for letter in letters
+        if dict(letter.headers)["source_topic"].decode() == topics.answers
+    )
     assert reasons == Counter(invalid)
+    [chunk_letter] = [r for r in letters if r.key == b"broken#0"]
+    assert b"'text' must be a string" in dict(chunk_letter.headers)["error"]
     oversized = next(r for r in letters if dict(r.headers)["reason"] == b"oversized")
     assert len(oversized.value) == 4096
     good_citations = sum(
@@ -212,3 +223,41 @@ def test_a_new_chunker_fingerprint_triggers_a_sweep_once_the_reindex_is_quiet(
     assert total(samples, "citation_drift_failures_total", mode="inline") == 0, (
         "a sweep never moves the inline counters"
     )
+
+
+def test_produce_replays_a_scenario_and_drift_shows_after_the_reindex(
+    bootstrap: str, scenario: dict[str, Path], tmp_path: Path
+) -> None:
+    topics = create_topics(bootstrap)
+    expected = expected_verdicts(scenario["expected"])
+    exporter = ExporterProcess(bootstrap, topics, tmp_path / "exporter.log")
+    try:
+        exporter.wait_ready()
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "exporter.cli",
+                "produce",
+                "--scenario",
+                str(scenario["chunks"].parent),
+                "--bootstrap-servers",
+                bootstrap,
+                "--sweep",
+            ],
+            env={**os.environ, **topics.env()},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "reindex chunks" in done.stdout
+        exporter.wait_for("citation_checks_total", len(expected), mode="inline")
+        exporter.wait_for("citation_sweep_last_completed_timestamp_seconds", 1)
+        samples = exporter.scrape()
+    finally:
+        assert exporter.stop() == 0
+    assert total(samples, "citation_drift_failures_total", mode="inline") > 0
+    statuses = Counter(e["status"] for e in expected)
+    assert _sweep_gauges(samples)["drift_repaired"] == statuses["drift_repaired"]

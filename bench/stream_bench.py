@@ -1,0 +1,120 @@
+"""Benchmark: citations per second through a real broker, and inline check latency.
+
+Prints figures; asserts nothing.
+
+    python bench/stream_bench.py [--answers 60000] [--partitions 4]
+
+Uses the broker named by $CITATION_KAFKA_BOOTSTRAP, or starts one with scripts/kafka-local.
+The whole scenario (live chunks, then every answer) is produced to fresh topics first; then one
+``citation-exporter run`` process is started and timed from ready (chunk store loaded) until its
+``citation_checks_total`` reaches the number of citations: consuming, checking, publishing every
+failing verdict and committing, end to end. The latency figures are estimated from the
+exporter's own ``citation_check_duration_seconds`` histogram, as Prometheus'
+``histogram_quantile`` would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+from kafka_support import (  # noqa: E402
+    ExporterProcess,
+    answer_messages,
+    chunk_messages,
+    create_topics,
+    expected_verdicts,
+    kafka_broker,
+    produce,
+    total,
+)
+
+
+def _quantile(q: float, buckets: list[tuple[float, float]]) -> float:
+    """histogram_quantile over cumulative (upper bound, count) pairs."""
+    count = buckets[-1][1]
+    rank = q * count
+    lower, below = 0.0, 0.0
+    for upper, cumulative in buckets:
+        if cumulative >= rank:
+            if upper == float("inf"):
+                return lower
+            share = (rank - below) / (cumulative - below) if cumulative > below else 0.0
+            return lower + (upper - lower) * share
+        lower, below = upper, cumulative
+    return lower
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--answers", type=int, default=60000)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--seed", type=int, default=5)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as workdir, kafka_broker() as bootstrap:
+        scenario = Path(workdir) / "scenario"
+        subprocess.run(
+            [
+                "citation-exporter",
+                "simulate",
+                "--out",
+                str(scenario),
+                "--answers",
+                str(args.answers),
+                "--seed",
+                str(args.seed),
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        citations = len(expected_verdicts(scenario / "expected.jsonl"))
+        topics = create_topics(bootstrap, answer_partitions=args.partitions)
+        produce(bootstrap, topics.chunks, chunk_messages(scenario / "chunks.jsonl"))
+        produced = produce(bootstrap, topics.answers, answer_messages(scenario / "citations.jsonl"))
+
+        exporter = ExporterProcess(bootstrap, topics, Path(workdir) / "exporter.log")
+        try:
+            exporter.wait_ready(120)
+            ready = time.monotonic()
+            exporter.wait_for("citation_checks_total", citations, seconds=600, mode="inline")
+            elapsed = time.monotonic() - ready
+            samples = exporter.scrape()
+        finally:
+            exporter.stop()
+
+    buckets = sorted(
+        (float(dict(labels)["le"]), value)
+        for (name, labels), value in samples.items()
+        if name == "citation_check_duration_seconds_bucket"
+    )
+    failing = (
+        total(samples, "citation_drift_failures_total", mode="inline")
+        + total(samples, "citation_superseded_failures_total", mode="inline")
+        + total(samples, "citation_document_missing_total", mode="inline")
+    )
+    print(
+        f"{citations:,} citations in {produced:,} messages on {args.partitions} partitions "
+        f"({failing:,.0f} failing verdicts published), one exporter process, "
+        f"{os.cpu_count()} CPUs"
+    )
+    print(
+        f"end to end: {elapsed:.2f} s from ready to the last check: "
+        f"{citations / elapsed:,.0f} citations/s"
+    )
+    print(
+        f"inline check latency per citation: p50 {_quantile(0.5, buckets) * 1e6:.0f} us, "
+        f"p99 {_quantile(0.99, buckets) * 1e6:.0f} us (histogram estimate)"
+    )
+
+
+if __name__ == "__main__":
+    main()

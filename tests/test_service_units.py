@@ -1,0 +1,102 @@
+"""Service pieces that need no broker: re-index detection, control messages, client options."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import SecretStr
+
+from exporter.checks.engine import Policy
+from exporter.checks.store import ChunkStore
+from exporter.records.decode import RecordError
+from exporter.service.clients import connection_options
+from exporter.service.control import sweep_reason
+from exporter.service.messages import Origin, check_message
+from exporter.service.sweeps import ReindexWatch
+from exporter.settings import Settings
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_reindex_is_due_once_the_new_chunker_has_gone_quiet() -> None:
+    clock = Clock()
+    watch = ReindexWatch(quiet_seconds=10, clock=clock)
+    watch.saw("chunker-a")  # the initial load: known, not a re-index
+    watch.arm()
+    watch.saw("chunker-a")
+    assert watch.due() is None
+    watch.saw("chunker-b")
+    clock.now += 5
+    watch.touched()
+    clock.now += 9
+    assert watch.due() is None, "chunks still arrived 9 s ago"
+    clock.now += 2
+    assert watch.due() == "chunker-b"
+    assert watch.due() is None, "one sweep per re-index"
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        (b'{"type": "sweep", "reason": "after deploy 42"}', "after deploy 42"),
+        (b'{"type": "sweep"}', "requested"),
+    ],
+)
+def test_sweep_requests(value: bytes, reason: str) -> None:
+    assert sweep_reason(value) == reason
+
+
+@pytest.mark.parametrize(
+    "value", [None, b"not json", b'{"type": "reboot"}', b'{"type": "sweep", "reason": 7}', b"[]"]
+)
+def test_other_control_messages_are_rejected(value: bytes | None) -> None:
+    with pytest.raises(RecordError):
+        sweep_reason(value)
+
+
+def test_sasl_ssl_options_reach_the_clients() -> None:
+    settings = Settings(
+        bootstrap_servers="k:9093",
+        security_protocol="SASL_SSL",
+        sasl_mechanism="SCRAM-SHA-512",
+        sasl_username="exporter",
+        sasl_password=SecretStr("s3cret"),
+    )
+    options = connection_options(settings)
+    assert options["security_protocol"] == "SASL_SSL"
+    assert options["sasl_mechanism"] == "SCRAM-SHA-512"
+    assert (options["sasl_plain_username"], options["sasl_plain_password"]) == (
+        "exporter",
+        "s3cret",
+    )
+    assert options["ssl_context"] is not None
+
+
+def test_plaintext_has_no_tls_or_sasl() -> None:
+    options = connection_options(Settings())
+    assert set(options) == {"bootstrap_servers", "security_protocol"}
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        (None, "empty"),
+        (b"x" * 100, "oversized"),
+        (b"{oops", "invalid_json"),
+        (b'{"citation_id": "c"}', "invalid_record"),
+    ],
+)
+def test_every_bad_message_becomes_a_dead_letter(value: bytes | None, reason: str) -> None:
+    checked = check_message(
+        value, b"key", Origin("t", 0, 7), store=ChunkStore(), policy=Policy(), max_bytes=50
+    )
+    assert checked.verdicts == []
+    [letter] = checked.dead_letters
+    assert (letter.reason, letter.origin.offset, letter.key) == (reason, 7, b"key")
+    if reason == "oversized":
+        assert letter.value == b"x" * 50
