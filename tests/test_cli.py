@@ -274,3 +274,17 @@ def test_progress_bar_on_a_terminal(scenario: dict[str, Path]) -> None:
         os.close(leader)
     assert done.returncode == 1
     assert b"sweep: 100%" in shown
+
+
+def test_run_with_an_invalid_setting_exits_2_naming_it() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "exporter.cli", "run"],
+        env={**os.environ, "CITATION_EXPORTER_THRESHOLD": "150"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "threshold (CITATION_EXPORTER_THRESHOLD)" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -23,8 +25,11 @@ from kafka_support import (
     total,
 )
 
+from exporter.checks.engine import Policy
+from exporter.outputs.report import SweepSummary
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
+from exporter.sweep import load_store, run_sweep
 
 pytestmark = pytest.mark.kafka
 
@@ -33,6 +38,19 @@ pytestmark = pytest.mark.kafka
 def scenario(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     config = ScenarioConfig(seed=17, answers=800, invalid_lines=5)
     return write_scenario(build_scenario(config), tmp_path_factory.mktemp("kafka-scenario"))
+
+
+def _sweep_verdicts(scenario: dict[str, Path]) -> list[dict[str, Any]]:
+    summary = SweepSummary()
+    out = io.BytesIO()
+    run_sweep(
+        load_store(str(scenario["chunks"]), summary),
+        str(scenario["citations"]),
+        Policy(),
+        summary,
+        out=out,
+    )
+    return [orjson.loads(line) for line in out.getvalue().splitlines()]
 
 
 def test_scenario_through_kafka_gives_exact_counters_and_verdicts(
@@ -87,6 +105,28 @@ def test_scenario_through_kafka_gives_exact_counters_and_verdicts(
         headers = dict(letter.headers)
         assert headers["source_topic"].decode() == topics.answers
         assert int(headers["source_offset"]) >= 0 and headers["error"]
+
+    lags = [
+        value
+        for (name, labels), value in samples.items()
+        if name == "citation_exporter_consumer_lag_messages"
+        and dict(labels)["topic"] == topics.answers
+    ]
+    assert lags and all(lag == 0 for lag in lags)
+    # one similarity observation per citation whose span could be read, as the sweep reports
+    swept = _sweep_verdicts(scenario)
+    assert inline("citation_quote_similarity_ratio_count") == sum(
+        1 for v in swept if v["similarity"] is not None
+    )
+
+    # SIGTERM committed everything in hand: a successor in the group has nothing left to check
+    successor = ExporterProcess(bootstrap, topics, tmp_path / "successor.log")
+    try:
+        successor.wait_ready()
+        time.sleep(4)
+        assert total(successor.scrape(), "citation_checks_total", mode="inline") == 0
+    finally:
+        assert successor.stop() == 0
 
 
 def test_malformed_messages_go_to_the_dead_letter_topic_and_the_exporter_keeps_going(
