@@ -19,6 +19,7 @@ from exporter.checks.engine import Policy
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status
 from exporter.outputs.metrics import ExporterMetrics
+from exporter.service.clients import report_lag
 from exporter.service.messages import Origin, check_message
 from exporter.service.publish import Publisher
 
@@ -72,7 +73,7 @@ class AnswerChecker:
         """Check one batch end to end; returns the number of messages it held."""
         batches = await self._consumer.getmany(timeout_ms=timeout_ms, max_records=_MAX_RECORDS)
         if not batches:
-            await self._update_lag()
+            await report_lag(self._consumer, self._metrics)
             return 0
         sent: list[Any] = []
         count = 0
@@ -108,7 +109,7 @@ class AnswerChecker:
         for tp, records in batches.items():
             self._uncommitted[tp] = records[-1].offset + 1
         await self.commit()
-        await self._update_lag()
+        await report_lag(self._consumer, self._metrics)
         return count
 
     async def commit(self, only: set[TopicPartition] | None = None) -> None:
@@ -125,10 +126,3 @@ class AnswerChecker:
             log.warning("commit of %s failed, will be re-checked elsewhere: %s", offsets, exc)
         for tp in offsets:
             self._uncommitted.pop(tp, None)
-
-    async def _update_lag(self) -> None:
-        for tp in self._consumer.assignment():
-            highwater = self._consumer.highwater(tp)
-            if highwater is not None:
-                lag = highwater - await self._consumer.position(tp)
-                self._metrics.consumer_lag.labels(tp.topic, str(tp.partition)).set(lag)

@@ -19,6 +19,7 @@ from exporter.checks.store import ChunkStore
 from exporter.outputs.metrics import ExporterMetrics
 from exporter.records.decode import RecordError, decode_chunk, parse_json
 from exporter.records.schema import ChunkDeletion
+from exporter.service.clients import report_lag
 from exporter.service.messages import DeadLetter, Origin
 from exporter.service.sweeps import ReindexWatch
 
@@ -113,9 +114,5 @@ class ChunkFollower:
             self._metrics.store_chunks.set(self._store.chunk_count)
             self._metrics.store_documents.set(self._store.document_count)
         await self._check_caught_up()
-        for tp in self._consumer.assignment():
-            highwater = self._consumer.highwater(tp)
-            if highwater is not None:
-                lag = highwater - await self._consumer.position(tp)
-                self._metrics.consumer_lag.labels(tp.topic, str(tp.partition)).set(lag)
+        await report_lag(self._consumer, self._metrics)
         return dead

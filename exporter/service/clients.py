@@ -7,9 +7,10 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
+from exporter.outputs.metrics import ExporterMetrics
 from exporter.settings import Settings
 
-__all__ = ["connection_options", "make_consumer", "make_producer"]
+__all__ = ["connection_options", "make_consumer", "make_producer", "report_lag"]
 
 
 def connection_options(settings: Settings) -> dict[str, Any]:
@@ -56,3 +57,12 @@ def make_producer(settings: Settings) -> AIOKafkaProducer:
         max_request_size=max(1_048_576, settings.max_message_bytes * 2),
         request_timeout_ms=15_000,
     )
+
+
+async def report_lag(consumer: AIOKafkaConsumer, metrics: ExporterMetrics) -> None:
+    """Set the lag gauge of every assigned partition whose high water mark is known."""
+    for tp in consumer.assignment():
+        highwater = consumer.highwater(tp)
+        if highwater is not None:
+            lag = highwater - await consumer.position(tp)
+            metrics.consumer_lag.labels(tp.topic, str(tp.partition)).set(lag)
