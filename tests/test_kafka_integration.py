@@ -249,6 +249,7 @@ def test_a_new_chunker_fingerprint_triggers_a_sweep_once_the_reindex_is_quiet(
         inline = exporter.scrape()
         assert total(inline, "citation_drift_failures_total", mode="inline") == 0
         assert total(inline, "citation_sweep_last_completed_timestamp_seconds") == 0
+        assert total(inline, "citation_store_last_chunker_change_timestamp_seconds") == 0
         # the re-index: new chunks (new chunker fingerprints), deletions
         produce(bootstrap, topics.chunks, chunk_messages(scenario["chunks"])[len(before) :])
         exporter.wait_for("citation_sweep_last_completed_timestamp_seconds", 1, seconds=60)
@@ -257,6 +258,8 @@ def test_a_new_chunker_fingerprint_triggers_a_sweep_once_the_reindex_is_quiet(
         assert exporter.stop() == 0
     statuses = Counter(e["status"] for e in expected)
     gauges = _sweep_gauges(samples)
+    changed = total(samples, "citation_store_last_chunker_change_timestamp_seconds")
+    assert 0 < changed <= total(samples, "citation_sweep_last_completed_timestamp_seconds")
     assert gauges["drift_repaired"] == statuses["drift_repaired"]
     assert gauges["superseded"] == statuses["superseded"]
     assert gauges["document_missing"] == statuses["document_missing"]

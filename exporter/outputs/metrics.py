@@ -170,6 +170,12 @@ class ExporterMetrics:
         self.store_documents = Gauge(
             "citation_store_documents", "Live documents held in memory.", registry=registry
         )
+        self.last_chunker_change = Gauge(
+            "citation_store_last_chunker_change_timestamp_seconds",
+            "When chunks cut by a chunker fingerprint not seen before last arrived, after the "
+            "initial load (Unix time; 0 until one does): a re-index started.",
+            registry=registry,
+        )
         self.events = Counter(
             "citation_exporter_events",
             "Kafka messages consumed, by topic.",

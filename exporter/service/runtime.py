@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -98,7 +99,10 @@ class Exporter:
         started: list[AIOKafkaProducer | AIOKafkaConsumer] = []
         background: list[asyncio.Task[None]] = []
         publisher = Publisher(producer, settings.verdicts_topic, settings.dlq_topic)
-        watch = ReindexWatch(settings.sweep_quiet_seconds)
+        watch = ReindexWatch(
+            settings.sweep_quiet_seconds,
+            on_new_chunker=lambda _: self.metrics.last_chunker_change.set(time.time()),
+        )
         sweeps = SweepRunner(
             lambda: make_consumer(settings),
             settings.answers_topic,

@@ -40,9 +40,15 @@ log = logging.getLogger(__name__)
 class ReindexWatch:
     """Notices a new chunker fingerprint and says when the chunk stream has gone quiet."""
 
-    def __init__(self, quiet_seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        quiet_seconds: float,
+        clock: Callable[[], float] = time.monotonic,
+        on_new_chunker: Callable[[str], None] | None = None,
+    ) -> None:
         self._quiet = quiet_seconds
         self._clock = clock
+        self._on_new_chunker = on_new_chunker
         self._known: set[str] = set()
         self._armed = False
         self._pending: str | None = None
@@ -59,6 +65,8 @@ class ReindexWatch:
             if self._armed:
                 self._pending = chunker
                 log.info("chunks cut by a new chunker %r are arriving", chunker)
+                if self._on_new_chunker is not None:
+                    self._on_new_chunker(chunker)
 
     def touched(self) -> None:
         """Any chunk record arrived (quiet time restarts)."""
