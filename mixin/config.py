@@ -1,0 +1,47 @@
+"""Every knob of the rules and dashboards, in one place. Change a value here, then run
+``python -m mixin`` to regenerate rules/ and grafana/ (a test fails while they disagree).
+"""
+
+from __future__ import annotations
+
+# The Prometheus job that scrapes the exporter (meta-monitoring selects on it).
+JOB = "citation-drift-exporter"
+JOB_SELECTOR = f'job="{JOB}"'
+
+# Where the runbooks live: the README's "Runbooks" section, one heading per alert.
+RUNBOOK_BASE = (
+    "https://github.com/citation-drift-exporter/citation-drift-exporter/blob/main/README.md"
+)
+
+# Inline drift ratio (drift failures / checks, 15 minutes) that pages on-call. Drift from a
+# healthy pipeline runs at about BASELINE; a chunker or parser fault moves it far above.
+DRIFT_RATIO_PAGE = 0.02
+DRIFT_RATIO_BASELINE = 0.003
+DRIFT_FOR = "15m"
+
+# Drift ratio of the last completed sweep (the post-re-index check) that pages.
+SWEEP_DRIFT_RATIO_PAGE = 0.01
+
+# Superseded ratio that opens a ticket: documents were reissued (a content refresh). Never pages.
+SUPERSEDED_RATIO_TICKET = 0.10
+SUPERSEDED_FOR = "5m"
+
+# Traffic guard: below this many inline checks per second (averaged over 15 minutes) a ratio is
+# noise; 0.1/s is 90 checks in the window, so 1 failure in 10 checks at night cannot page.
+MIN_CHECKS_PER_SECOND = 0.1
+
+# Share of consumed messages dead-lettered (15 minutes) that opens a ticket.
+INVALID_EVENTS_RATIO = 0.01
+
+# Meta-monitoring.
+EXPORTER_DOWN_FOR = "5m"
+EXPORTER_ABSENT_FOR = "15m"
+NOT_READY_FOR = "15m"
+STALLED_FOR = "10m"
+# A re-index (new chunker fingerprint) without a completed sweep after this long is a ticket.
+SWEEP_OVERDUE_SECONDS = 3600
+
+
+def runbook(alert: str) -> str:
+    """The README anchor of an alert's runbook (GitHub lower-cases heading text)."""
+    return f"{RUNBOOK_BASE}#{alert.lower()}"

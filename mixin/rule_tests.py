@@ -1,0 +1,333 @@
+"""promtool unit tests of the rules, both sides of every line.
+
+Generated rather than hand-written so the expected annotations are the shipped templates
+rendered with the expected values: promtool then checks that Prometheus renders them the same.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from mixin import config as c
+from mixin.rules import rule_groups
+
+__all__ = ["rule_tests"]
+
+JOB = {"job": c.JOB}
+EXPORTER = {**JOB, "instance": "exporter-1:9877"}
+
+
+def _series(name: str, labels: dict[str, str], values: str) -> dict[str, str]:
+    rendered = ",".join(f'{key}="{value}"' for key, value in labels.items())
+    return {"series": f"{name}{{{rendered}}}", "values": values}
+
+
+def _annotations(alert: str, value: str, labels: dict[str, str]) -> dict[str, str]:
+    """The alert's annotations as Prometheus renders them for ``value`` and ``labels``."""
+    rule = next(r for g in rule_groups()["groups"] for r in g["rules"] if r.get("alert") == alert)
+
+    def render(text: str) -> str:
+        text = text.replace("{{ $value | humanizePercentage }}", value)
+        text = text.replace("{{ $value }}", value)
+        return re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: labels.get(m.group(1), ""), text)
+
+    return {key: render(text) for key, text in rule["annotations"].items()}
+
+
+def _firing(alert: str, labels: dict[str, str], value: str) -> list[dict[str, Any]]:
+    severity = next(
+        r["labels"]["severity"]
+        for g in rule_groups()["groups"]
+        for r in g["rules"]
+        if r.get("alert") == alert
+    )
+    return [
+        {
+            "exp_labels": {**labels, "severity": severity},
+            "exp_annotations": _annotations(alert, value, labels),
+        }
+    ]
+
+
+def _inline(
+    checks_per_minute: float, drift: float = 0.0, superseded: float = 0.0, minutes: int = 60
+) -> list[dict[str, str]]:
+    """Inline traffic: checks per minute, and drift / superseded failures as shares."""
+    labels = {**EXPORTER, "mode": "inline", "source": "acme"}
+    series = [_series("citation_checks_total", labels, f"0+{checks_per_minute:g}x{minutes}")]
+    if drift:
+        series.append(
+            _series(
+                "citation_drift_failures_total",
+                {**labels, "outcome": "repaired"},
+                f"0+{checks_per_minute * drift:g}x{minutes}",
+            )
+        )
+    if superseded:
+        series.append(
+            _series(
+                "citation_superseded_failures_total",
+                labels,
+                f"0+{checks_per_minute * superseded:g}x{minutes}",
+            )
+        )
+    # a sweep of the archive in the same window: must not move the inline ratio
+    sweep = {**EXPORTER, "mode": "sweep", "source": "acme"}
+    series.append(
+        _series("citation_checks_total", sweep, f"0+{checks_per_minute * 10:g}x{minutes}")
+    )
+    series.append(
+        _series(
+            "citation_drift_failures_total",
+            {**sweep, "outcome": "repaired"},
+            f"0+{checks_per_minute * 5:g}x{minutes}",
+        )
+    )
+    return series
+
+
+def _sweep(ok: int, drift: int, invalid: int = 0) -> list[dict[str, str]]:
+    return [
+        _series("citation_sweep_citations", {**EXPORTER, "status": "ok"}, f"{ok}x30"),
+        _series(
+            "citation_sweep_citations", {**EXPORTER, "status": "drift_repaired"}, f"{drift}x30"
+        ),
+        _series("citation_sweep_citations", {**EXPORTER, "status": "invalid"}, f"{invalid}x30"),
+    ]
+
+
+def _case(
+    name: str,
+    series: list[dict[str, str]],
+    alerts: list[dict[str, Any]],
+    exprs: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    case: dict[str, Any] = {
+        "name": name,
+        "interval": "1m",
+        "input_series": series,
+        "alert_rule_test": alerts,
+    }
+    if exprs:
+        case["promql_expr_test"] = exprs
+    return case
+
+
+def rule_tests() -> dict[str, Any]:
+    drift_page = "CitationDriftRateHigh"
+    refresh = "CitationContentRefreshDetected"
+    return {
+        "rule_files": ["../citation-drift.rules.yml"],
+        "evaluation_interval": "1m",
+        "tests": [
+            _case(
+                "drift at 2.5% pages once it has lasted the window, not before",
+                _inline(600, drift=0.025),
+                [
+                    {"eval_time": "15m", "alertname": drift_page, "exp_alerts": []},
+                    {
+                        "eval_time": "17m",
+                        "alertname": drift_page,
+                        "exp_alerts": _firing(drift_page, JOB, "2.5%"),
+                    },
+                ],
+                [
+                    {
+                        "expr": "citation:drift_failures_per_check:ratio_rate15m",
+                        "eval_time": "20m",
+                        "exp_samples": [
+                            {
+                                "labels": "citation:drift_failures_per_check:ratio_rate15m"
+                                f'{{job="{c.JOB}"}}',
+                                "value": 0.025,
+                            }
+                        ],
+                    }
+                ],
+            ),
+            _case(
+                "drift at 1.5% never pages",
+                _inline(600, drift=0.015),
+                [{"eval_time": "50m", "alertname": drift_page, "exp_alerts": []}],
+            ),
+            _case(
+                "a 70% superseded burst (a vendor reissue) opens a ticket and never pages",
+                _inline(600, drift=0.003, superseded=0.70),
+                [
+                    {"eval_time": "40m", "alertname": drift_page, "exp_alerts": []},
+                    {
+                        "eval_time": "40m",
+                        "alertname": refresh,
+                        "exp_alerts": _firing(refresh, JOB, "70%"),
+                    },
+                ],
+            ),
+            _case(
+                "1 failure in 10 checks at night is below the traffic guard",
+                _inline(10 / 15, drift=0.10),
+                [{"eval_time": "50m", "alertname": drift_page, "exp_alerts": []}],
+            ),
+            _case(
+                "a sweep that found 0.9% drift does not page",
+                _sweep(ok=9910, drift=90, invalid=500),
+                [{"eval_time": "5m", "alertname": "CitationSweepDriftHigh", "exp_alerts": []}],
+            ),
+            _case(
+                "a sweep that found 1.1% drift pages (invalid citations do not dilute it)",
+                _sweep(ok=9890, drift=110, invalid=500),
+                [
+                    {
+                        "eval_time": "5m",
+                        "alertname": "CitationSweepDriftHigh",
+                        "exp_alerts": _firing("CitationSweepDriftHigh", JOB, "1.1%"),
+                    }
+                ],
+            ),
+            _case(
+                "an exporter that cannot be scraped",
+                [_series("up", EXPORTER, "1 1 0x20")],
+                [
+                    {"eval_time": "5m", "alertname": "CitationExporterDown", "exp_alerts": []},
+                    {
+                        "eval_time": "10m",
+                        "alertname": "CitationExporterDown",
+                        "exp_alerts": _firing("CitationExporterDown", EXPORTER, "0"),
+                    },
+                ],
+            ),
+            _case(
+                "no exporter target at all",
+                [_series("up", {"job": "something-else", "instance": "x"}, "1x30")],
+                [
+                    {"eval_time": "10m", "alertname": "CitationExporterAbsent", "exp_alerts": []},
+                    {
+                        "eval_time": "20m",
+                        "alertname": "CitationExporterAbsent",
+                        "exp_alerts": _firing("CitationExporterAbsent", JOB, "1"),
+                    },
+                ],
+            ),
+            _case(
+                "an exporter that never catches up with the chunk store",
+                [_series("citation_exporter_ready", EXPORTER, "0x30")],
+                [
+                    {"eval_time": "10m", "alertname": "CitationExporterNotReady", "exp_alerts": []},
+                    {
+                        "eval_time": "20m",
+                        "alertname": "CitationExporterNotReady",
+                        "exp_alerts": _firing("CitationExporterNotReady", EXPORTER, "0"),
+                    },
+                ],
+            ),
+            _case(
+                "lag grows while nothing is consumed",
+                [
+                    _series(
+                        "citation_exporter_consumer_lag_messages",
+                        {**EXPORTER, "topic": "rag.answers", "partition": "0"},
+                        "0+10x40",
+                    ),
+                    _series(
+                        "citation_exporter_events_total",
+                        {**EXPORTER, "topic": "rag.answers"},
+                        "500x40",
+                    ),
+                ],
+                [
+                    {"eval_time": "9m", "alertname": "CitationExporterStalled", "exp_alerts": []},
+                    {
+                        "eval_time": "25m",
+                        "alertname": "CitationExporterStalled",
+                        "exp_alerts": _firing(
+                            "CitationExporterStalled", {**EXPORTER, "topic": "rag.answers"}, "100"
+                        ),
+                    },
+                ],
+            ),
+            _case(
+                "lag that grows while messages are consumed is just load",
+                [
+                    _series(
+                        "citation_exporter_consumer_lag_messages",
+                        {**EXPORTER, "topic": "rag.answers", "partition": "0"},
+                        "0+10x40",
+                    ),
+                    _series(
+                        "citation_exporter_events_total",
+                        {**EXPORTER, "topic": "rag.answers"},
+                        "0+500x40",
+                    ),
+                ],
+                [{"eval_time": "30m", "alertname": "CitationExporterStalled", "exp_alerts": []}],
+            ),
+            _case(
+                "2% of messages dead-lettered",
+                [
+                    _series(
+                        "citation_exporter_events_total",
+                        {**EXPORTER, "topic": "rag.answers"},
+                        "0+1000x40",
+                    ),
+                    _series(
+                        "citation_exporter_invalid_events_total",
+                        {**EXPORTER, "topic": "rag.answers", "reason": "invalid_json"},
+                        "0+20x40",
+                    ),
+                ],
+                [
+                    {
+                        "eval_time": "10m",
+                        "alertname": "CitationInvalidEventsHigh",
+                        "exp_alerts": [],
+                    },
+                    {
+                        "eval_time": "20m",
+                        "alertname": "CitationInvalidEventsHigh",
+                        "exp_alerts": _firing(
+                            "CitationInvalidEventsHigh", {**JOB, "topic": "rag.answers"}, "2%"
+                        ),
+                    },
+                ],
+            ),
+            _case(
+                "a re-index an hour ago and no sweep since",
+                [
+                    _series(
+                        "citation_store_last_chunker_change_timestamp_seconds", EXPORTER, "60x80"
+                    ),
+                    _series("citation_sweep_last_completed_timestamp_seconds", EXPORTER, "0x80"),
+                ],
+                [
+                    {
+                        "eval_time": "50m",
+                        "alertname": "CitationNoSweepSinceChunkerChange",
+                        "exp_alerts": [],
+                    },
+                    {
+                        "eval_time": "65m",
+                        "alertname": "CitationNoSweepSinceChunkerChange",
+                        "exp_alerts": _firing("CitationNoSweepSinceChunkerChange", JOB, "60"),
+                    },
+                ],
+            ),
+            _case(
+                "a re-index followed by a sweep",
+                [
+                    _series(
+                        "citation_store_last_chunker_change_timestamp_seconds", EXPORTER, "60x80"
+                    ),
+                    _series(
+                        "citation_sweep_last_completed_timestamp_seconds", EXPORTER, "0 0 0 200x77"
+                    ),
+                ],
+                [
+                    {
+                        "eval_time": "70m",
+                        "alertname": "CitationNoSweepSinceChunkerChange",
+                        "exp_alerts": [],
+                    }
+                ],
+            ),
+        ],
+    }
