@@ -2,15 +2,49 @@
 
 from __future__ import annotations
 
-from mixin.render import to_yaml
+from mixin.dashboards import citation_drift_dashboard
+from mixin.render import to_json, to_yaml
 from mixin.rule_tests import rule_tests
 from mixin.rules import rule_groups
 
 __all__ = ["generated_files"]
+
+# Grafana provisioning: a Prometheus datasource with a fixed uid, and the boards from a folder
+# (mount grafana/dashboards at /var/lib/grafana/dashboards).
+DATASOURCES = {
+    "apiVersion": 1,
+    "datasources": [
+        {
+            "name": "Prometheus",
+            "type": "prometheus",
+            "uid": "prometheus",
+            "access": "proxy",
+            "url": "http://prometheus:9090",
+            "isDefault": True,
+            "jsonData": {"timeInterval": "15s"},
+        }
+    ],
+}
+DASHBOARD_PROVIDERS = {
+    "apiVersion": 1,
+    "providers": [
+        {
+            "name": "citation-drift-exporter",
+            "type": "file",
+            "folder": "Citations",
+            "disableDeletion": True,
+            "allowUiUpdates": False,
+            "options": {"path": "/var/lib/grafana/dashboards"},
+        }
+    ],
+}
 
 
 def generated_files() -> dict[str, str]:
     return {
         "rules/citation-drift.rules.yml": to_yaml(rule_groups()),
         "rules/tests/citation-drift.test.yml": to_yaml(rule_tests()),
+        "grafana/dashboards/citation-drift.json": to_json(citation_drift_dashboard()),
+        "grafana/provisioning/datasources/prometheus.yml": to_yaml(DATASOURCES),
+        "grafana/provisioning/dashboards/citation-drift.yml": to_yaml(DASHBOARD_PROVIDERS),
     }

@@ -1,0 +1,441 @@
+"""The "Citation drift" board, for the minutes after a parser or chunker deploy.
+
+Built as plain Grafana dashboard JSON (schema 39) from small helpers, so the committed JSON is
+reviewable and every query can be tested against a real Prometheus. Every panel reads the
+``datasource`` variable (no datasource uid is hard-coded), every rate uses
+``$__rate_interval``, and every panel has a unit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mixin import config as c
+
+__all__ = ["DASHBOARD_UID", "citation_drift_dashboard", "panel_queries"]
+
+DASHBOARD_UID = "citation-drift"
+DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
+JOB = 'job=~"$job"'
+INLINE = f'mode="inline", {JOB}'
+
+
+def _target(
+    expr: str, legend: str = "", *, ref: str = "A", instant: bool = False, heatmap: bool = False
+) -> dict[str, Any]:
+    target: dict[str, Any] = {
+        "datasource": DATASOURCE,
+        "expr": expr,
+        "legendFormat": legend or "__auto",
+        "refId": ref,
+        "range": not instant,
+        "instant": instant,
+    }
+    if heatmap:
+        target["format"] = "heatmap"
+    return target
+
+
+def _panel(  # noqa: PLR0917 - read like a table of panels
+    kind: str,
+    title: str,
+    description: str,
+    targets: list[dict[str, Any]],
+    unit: str,
+    grid: tuple[int, int, int, int],
+    **extra: Any,
+) -> dict[str, Any]:
+    x, y, w, h = grid
+    for i, target in enumerate(targets):
+        target["refId"] = chr(ord("A") + i)
+    defaults: dict[str, Any] = {"unit": unit}
+    defaults.update(extra.pop("defaults", {}))
+    return {
+        "type": kind,
+        "title": title,
+        "description": description,
+        "datasource": DATASOURCE,
+        "gridPos": {"x": x, "y": y, "w": w, "h": h},
+        "targets": targets,
+        "fieldConfig": {"defaults": defaults, "overrides": extra.pop("overrides", [])},
+        "options": extra.pop("options", {}),
+        **extra,
+    }
+
+
+def _thresholds(*steps: tuple[float | None, str]) -> dict[str, Any]:
+    return {
+        "mode": "absolute",
+        "steps": [{"value": value, "color": color} for value, color in steps],
+    }
+
+
+def _row(title: str, y: int) -> dict[str, Any]:
+    return {
+        "type": "row",
+        "title": title,
+        "collapsed": False,
+        "gridPos": {"x": 0, "y": y, "w": 24, "h": 1},
+        "panels": [],
+    }
+
+
+def _heatmap(
+    title: str, description: str, expr: str, unit: str, grid: tuple[int, int, int, int]
+) -> dict[str, Any]:
+    return _panel(
+        "heatmap",
+        title,
+        description,
+        [_target(expr, "{{le}}", heatmap=True)],
+        unit,
+        grid,
+        options={
+            "calculate": False,
+            "yAxis": {"unit": unit},
+            "cellGap": 1,
+            "color": {"mode": "scheme", "scheme": "Oranges", "exponent": 0.5},
+            "tooltip": {"mode": "single", "yHistogram": True},
+        },
+    )
+
+
+def _panels() -> list[dict[str, Any]]:
+    drift = f"citation:drift_failures_per_check:ratio_rate15m{{{JOB}}}"
+    superseded = f"citation:superseded_failures_per_check:ratio_rate15m{{{JOB}}}"
+    page, baseline = c.DRIFT_RATIO_PAGE, c.DRIFT_RATIO_BASELINE
+    return [
+        _row("Drift since the deploy", 0),
+        _panel(
+            "timeseries",
+            "Drift and superseded ratios (inline, 15 minutes)",
+            "Drift (the span lost its quote on the live document version) and superseded (the "
+            "document was reissued) are separate series: a content refresh raises superseded, "
+            f"never drift. Drift pages above {page:.0%}; it normally runs at about "
+            f"{baseline:.1%}.",
+            [
+                _target(drift, "drift {{job}}"),
+                _target(superseded, "superseded {{job}}"),
+                _target(f"vector({page})", f"page threshold {page:.0%}"),
+                _target(f"vector({baseline})", f"baseline {baseline:.1%}"),
+            ],
+            "percentunit",
+            (0, 1, 16, 9),
+            defaults={
+                "min": 0,
+                "custom": {"thresholdsStyle": {"mode": "line"}},
+                "thresholds": _thresholds((None, "green"), (page, "red")),
+            },
+        ),
+        _panel(
+            "stat",
+            "Drift ratio, last 15 minutes",
+            f"Inline drift ratio. Pages above {page:.0%} with enough traffic.",
+            [_target(drift, "{{job}}")],
+            "percentunit",
+            (16, 1, 8, 4),
+            defaults={
+                "thresholds": _thresholds((None, "green"), (baseline * 2, "yellow"), (page, "red")),
+                "decimals": 2,
+            },
+            options={"colorMode": "background", "reduceOptions": {"calcs": ["lastNotNull"]}},
+        ),
+        _panel(
+            "stat",
+            "Drift ratio, right now",
+            "Drift over the last few scrapes: reacts within a minute of a deploy.",
+            [
+                _target(
+                    f"sum(rate(citation_drift_failures_total{{{INLINE}}}[$__rate_interval]))\n/\n"
+                    f"sum(rate(citation_checks_total{{{INLINE}}}[$__rate_interval]))"
+                )
+            ],
+            "percentunit",
+            (16, 5, 8, 5),
+            defaults={"thresholds": _thresholds((None, "green"), (page, "red")), "decimals": 2},
+            options={
+                "colorMode": "value",
+                "graphMode": "area",
+                "reduceOptions": {"calcs": ["lastNotNull"]},
+            },
+        ),
+        _heatmap(
+            "Shift of repaired drift over time",
+            "Signed shift (characters) of every repaired citation: where the quote is now minus "
+            "where its span points. A chunk-size change shows as one bright band; scattered "
+            "cells mean many unrelated causes.",
+            f"sum by (le) (increase(citation_offset_shift_characters_bucket{{{INLINE}}}"
+            "[$__rate_interval]))",
+            "short",
+            (0, 10, 12, 9),
+        ),
+        _panel(
+            "barchart",
+            "Shift distribution of the sweeps in range",
+            "The same shift, as found by the sweeps of the archive within the time range.",
+            [
+                _target(
+                    "sum by (le) (increase(citation_offset_shift_characters_bucket"
+                    f'{{mode="sweep", {JOB}}}[$__range]))',
+                    "{{le}}",
+                    instant=True,
+                    heatmap=True,
+                )
+            ],
+            "short",
+            (12, 10, 12, 9),
+            options={"xField": "le", "orientation": "vertical", "showValue": "never"},
+        ),
+        _heatmap(
+            "Similarity at the recorded span",
+            "Folded similarity (0-1) between each quote and the text at its span. Typography "
+            "changes stay near 1; shifted spans fall far below; the gap between them is why "
+            "the threshold sits at 0.98.",
+            f"sum by (le) (increase(citation_quote_similarity_ratio_bucket{{{INLINE}}}"
+            "[$__rate_interval]))",
+            "percentunit",
+            (0, 19, 12, 8),
+        ),
+        _panel(
+            "timeseries",
+            "Failure reasons (inline)",
+            "Why citations failed: chunk_missing, out_of_bounds and quote_mismatch for drift "
+            "that was repaired; ambiguous, straddles_chunks and quote_not_found for drift that "
+            "was not; the failed check for superseded.",
+            [
+                _target(
+                    "sum by (kind, reason) (rate(citation_failure_reasons_total"
+                    f"{{{INLINE}}}[$__rate_interval]))",
+                    "{{kind}} {{reason}}",
+                )
+            ],
+            "cps",
+            (12, 19, 12, 8),
+            defaults={"custom": {"stacking": {"mode": "normal"}, "fillOpacity": 30}},
+        ),
+        _row("Last sweep", 27),
+        _panel(
+            "stat",
+            "Last sweep completed",
+            "When the last sweep of the archive completed (a re-index, or a control request).",
+            [_target(f"max(citation_sweep_last_completed_timestamp_seconds{{{JOB}}}) * 1000")],
+            "dateTimeFromNow",
+            (0, 28, 6, 4),
+        ),
+        _panel(
+            "stat",
+            "Sweep duration",
+            "How long the last completed sweep took.",
+            [_target(f"max(citation_sweep_duration_seconds{{{JOB}}})")],
+            "s",
+            (6, 28, 6, 4),
+        ),
+        _panel(
+            "stat",
+            "Sweep drift ratio",
+            f"Drift found by the last completed sweep; pages above {c.SWEEP_DRIFT_RATIO_PAGE:.0%}.",
+            [_target(f"citation:sweep_drift_failures_per_citation:ratio{{{JOB}}}")],
+            "percentunit",
+            (12, 28, 6, 4),
+            defaults={
+                "thresholds": _thresholds((None, "green"), (c.SWEEP_DRIFT_RATIO_PAGE, "red")),
+                "decimals": 2,
+            },
+            options={"colorMode": "background", "reduceOptions": {"calcs": ["lastNotNull"]}},
+        ),
+        _panel(
+            "gauge",
+            "Sweep progress",
+            "Share of the archive the running sweep has checked.",
+            [_target(f"max(citation_sweep_progress_ratio{{{JOB}}})")],
+            "percentunit",
+            (18, 28, 6, 4),
+            defaults={"min": 0, "max": 1},
+        ),
+        _panel(
+            "bargauge",
+            "Last sweep: citations per status",
+            "Verdicts of the last completed sweep.",
+            [
+                _target(
+                    f"sum by (status) (citation_sweep_citations{{{JOB}}})",
+                    "{{status}}",
+                    instant=True,
+                )
+            ],
+            "short",
+            (0, 32, 24, 6),
+            options={
+                "orientation": "horizontal",
+                "displayMode": "basic",
+                "reduceOptions": {"calcs": ["lastNotNull"]},
+            },
+        ),
+        _row("Where and the exporter's health", 38),
+        _panel(
+            "bargauge",
+            "Top sources by drift ratio",
+            "Inline drift ratio per source (collection or vendor), worst ten.",
+            [
+                _target(
+                    "topk(10,\n"
+                    f"  sum by (source) (rate(citation_drift_failures_total{{{INLINE}}}"
+                    "[$__rate_interval]))\n"
+                    f"  /\n  sum by (source) (rate(citation_checks_total{{{INLINE}}}"
+                    "[$__rate_interval]))\n)",
+                    "{{source}}",
+                    instant=True,
+                )
+            ],
+            "percentunit",
+            (0, 39, 8, 8),
+            options={"orientation": "horizontal", "reduceOptions": {"calcs": ["lastNotNull"]}},
+            defaults={"thresholds": _thresholds((None, "green"), (page, "red"))},
+        ),
+        _panel(
+            "timeseries",
+            "Citations checked",
+            "Checks per second, inline (live traffic) and by sweeps.",
+            [
+                _target(
+                    f"sum by (mode) (rate(citation_checks_total{{{JOB}}}[$__rate_interval]))",
+                    "{{mode}}",
+                )
+            ],
+            "cps",
+            (8, 39, 8, 8),
+        ),
+        _panel(
+            "timeseries",
+            "Consumer lag",
+            "Messages between each consumer's position and the high water mark.",
+            [
+                _target(
+                    f"sum by (topic) (citation_exporter_consumer_lag_messages{{{JOB}}})",
+                    "{{topic}}",
+                )
+            ],
+            "short",
+            (16, 39, 8, 8),
+        ),
+        _panel(
+            "stat",
+            "Exporters ready",
+            "Exporters that have loaded the chunk store and check citations, of all scraped.",
+            [
+                _target(f"sum(citation_exporter_ready{{{JOB}}})", "ready"),
+                _target(f"count(citation_exporter_ready{{{JOB}}})", "scraped"),
+            ],
+            "short",
+            (0, 47, 8, 5),
+        ),
+        _panel(
+            "timeseries",
+            "Invalid events (dead-lettered)",
+            "Messages that could not be parsed or validated, per topic and reason.",
+            [
+                _target(
+                    "sum by (topic, reason) (rate(citation_exporter_invalid_events_total"
+                    f"{{{JOB}}}[$__rate_interval]))",
+                    "{{topic}} {{reason}}",
+                )
+            ],
+            "cps",
+            (8, 47, 8, 5),
+        ),
+        _panel(
+            "stat",
+            "Chunk store",
+            "Live chunks and documents held in memory.",
+            [
+                _target(f"sum(citation_store_chunks{{{JOB}}})", "chunks"),
+                _target(f"sum(citation_store_documents{{{JOB}}})", "documents"),
+            ],
+            "short",
+            (16, 47, 8, 5),
+        ),
+    ]
+
+
+def _annotation(name: str, expr: str, color: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "datasource": DATASOURCE,
+        "enable": True,
+        "iconColor": color,
+        "expr": expr,
+        "step": "30s",
+        "titleFormat": name,
+        "textFormat": "{{job}}",
+    }
+
+
+def citation_drift_dashboard() -> dict[str, Any]:
+    return {
+        "uid": DASHBOARD_UID,
+        "title": "Citation drift",
+        "description": "Drift and superseded citations, the shift distribution, the last sweep "
+        "and the exporter's health: open it after every parser or chunker deploy.",
+        "tags": ["citations", "rag", "citation-drift-exporter"],
+        "timezone": "utc",
+        "schemaVersion": 39,
+        "version": 1,
+        "editable": False,
+        "refresh": "30s",
+        "time": {"from": "now-6h", "to": "now"},
+        "templating": {
+            "list": [
+                {
+                    "name": "datasource",
+                    "label": "Data source",
+                    "type": "datasource",
+                    "query": "prometheus",
+                    "current": {},
+                    "hide": 0,
+                },
+                {
+                    "name": "job",
+                    "label": "Job",
+                    "type": "query",
+                    "datasource": DATASOURCE,
+                    "query": {
+                        "query": "label_values(citation_exporter_build_info, job)",
+                        "refId": "job",
+                    },
+                    "definition": "label_values(citation_exporter_build_info, job)",
+                    "includeAll": True,
+                    "multi": True,
+                    "allValue": ".+",
+                    "current": {},
+                    "refresh": 2,
+                },
+            ]
+        },
+        "annotations": {
+            "list": [
+                _annotation(
+                    "Sweep completed",
+                    f"changes(citation_sweep_last_completed_timestamp_seconds{{{JOB}}}[2m]) > 0",
+                    "blue",
+                ),
+                _annotation(
+                    "Chunker changed",
+                    "changes(citation_store_last_chunker_change_timestamp_seconds"
+                    f"{{{JOB}}}[2m]) > 0",
+                    "orange",
+                ),
+            ]
+        },
+        "panels": _panels(),
+    }
+
+
+def panel_queries(dashboard: dict[str, Any]) -> list[tuple[str, str]]:
+    """(panel or annotation title, expression) for every query of the board."""
+    queries = [
+        (panel["title"], target["expr"])
+        for panel in dashboard["panels"]
+        for target in panel.get("targets", [])
+    ]
+    queries += [(a["name"], a["expr"]) for a in dashboard["annotations"]["list"]]
+    return queries
