@@ -120,8 +120,8 @@ def _alerts() -> list[dict[str, Any]]:
             f"absent(up{{{c.JOB_SELECTOR}}})",
             "warning",
             "No citation drift exporter is being scraped.",
-            f"Prometheus has no target for job {c.JOB} since {c.EXPORTER_ABSENT_FOR} at least: "
-            "drift would go unnoticed.",
+            "Prometheus has had no target for job {{ $labels.job }} for "
+            f"{c.EXPORTER_ABSENT_FOR}: drift would go unnoticed.",
             c.EXPORTER_ABSENT_FOR,
         ),
         _alert(
