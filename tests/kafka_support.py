@@ -194,6 +194,7 @@ class ExporterProcess:
 
     def __init__(self, bootstrap: str, topics: Topics, log: Path, **settings: str) -> None:
         self.port = free_port()
+        self.topics = topics
         env = {
             **os.environ,
             **topics.env(),

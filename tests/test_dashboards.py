@@ -72,12 +72,9 @@ def exported_names() -> set[str]:
     """Every series name the exporter exposes, plus the recording rules."""
     registry = CollectorRegistry()
     ExporterMetrics(registry, SourceLabels(), "0")
-    suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum"),
-                "gauge": ("",)}
+    suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum"), "gauge": ("",)}
     names = {
-        family.name + suffix
-        for family in registry.collect()
-        for suffix in suffixes[family.type]
+        family.name + suffix for family in registry.collect() for suffix in suffixes[family.type]
     }
     rules = yaml.safe_load((REPO / "rules" / "citation-drift.rules.yml").read_text())
     names |= {r["record"] for g in rules["groups"] for r in g["rules"] if "record" in r}

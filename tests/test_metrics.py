@@ -115,3 +115,13 @@ def test_http_endpoints() -> None:
         assert missing.value.code == 404
     finally:
         server.stop()
+
+
+def test_a_new_source_gets_all_its_series_at_once() -> None:
+    registry, metrics = _metrics()
+    metrics.record(Verdict("c", "a", "d", Status.OK, Action.KEEP, source="fresh"), "inline")
+    value = registry.get_sample_value
+    for mode in ("inline", "sweep"):
+        labels = {"mode": mode, "source": "fresh"}
+        assert value("citation_drift_failures_total", labels | {"outcome": "unrepaired"}) == 0
+        assert value("citation_superseded_failures_total", labels) == 0

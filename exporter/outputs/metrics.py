@@ -11,7 +11,7 @@ citation id.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -55,6 +55,7 @@ class SourceLabels:
         self._allowed = frozenset(allowed)
         self._seen: set[str] = set(self._allowed)
         self._limit = limit
+        self.on_new: Callable[[str], None] | None = None
 
     @property
     def known(self) -> frozenset[str]:
@@ -67,6 +68,8 @@ class SourceLabels:
             return source
         if not self._allowed and len(self._seen) < self._limit:
             self._seen.add(source)
+            if self.on_new is not None:
+                self.on_new(source)
             return source
         return OTHER
 
@@ -204,17 +207,24 @@ class ExporterMetrics:
         self.build_info.labels(version).set(1)
         for mode in MODES:
             self._initialise(mode)
+        # a source seen for the first time gets all its series at 0 at once: a drift counter
+        # born later at its first failure would hide that first burst from rate()
+        sources.on_new = self._initialise_source
         for status in Status:
             self.sweep_citations.labels(status.value)
 
-    def _initialise(self, mode: str) -> None:
-        """Start every known series at 0, so rates and absent() behave from the first scrape."""
-        for source in self.sources.known:
+    def _initialise_source(self, source: str) -> None:
+        for mode in MODES:
             self.checks.labels(mode, source)
             self.superseded_failures.labels(mode, source)
             self.document_missing.labels(mode, source)
             for outcome in ("repaired", "unrepaired"):
                 self.drift_failures.labels(mode, source, outcome)
+
+    def _initialise(self, mode: str) -> None:
+        """Start every known series at 0, so rates and absent() behave from the first scrape."""
+        for source in self.sources.known:
+            self._initialise_source(source)
         for reason in _DRIFT_REASONS:
             self.failure_reasons.labels(mode, "drift", reason)
         for check in FailedCheck:
