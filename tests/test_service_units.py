@@ -11,7 +11,7 @@ from exporter.records.decode import RecordError
 from exporter.service.clients import connection_options
 from exporter.service.control import sweep_reason
 from exporter.service.messages import Origin, check_message
-from exporter.service.sweeps import ReindexWatch
+from exporter.service.reindex import ReindexWatch
 from exporter.settings import Settings
 
 

@@ -15,12 +15,9 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 
-from exporter.checks.engine import Policy
-from exporter.checks.store import ChunkStore
-from exporter.checks.verdict import Status
 from exporter.outputs.metrics import ExporterMetrics
 from exporter.service.clients import report_lag
-from exporter.service.messages import Origin, check_message
+from exporter.service.pipeline import Pipeline
 from exporter.service.publish import Publisher
 
 __all__ = ["AnswerChecker"]
@@ -49,21 +46,15 @@ class AnswerChecker:
         consumer: AIOKafkaConsumer,
         topic: str,
         *,
-        store: ChunkStore,
-        policy: Policy,
+        pipeline: Pipeline,
         metrics: ExporterMetrics,
         publisher: Publisher,
-        publish_all: bool,
-        max_bytes: int,
     ) -> None:
         self._consumer = consumer
         self._topic = topic
-        self._store = store
-        self._policy = policy
+        self._pipeline = pipeline
         self._metrics = metrics
         self._publisher = publisher
-        self._publish_all = publish_all
-        self._max_bytes = max_bytes
         self._uncommitted: dict[TopicPartition, int] = {}
 
     def subscribe(self) -> None:
@@ -80,25 +71,14 @@ class AnswerChecker:
         try:
             for records in batches.values():
                 for record in records:
-                    origin = Origin(record.topic, record.partition, record.offset)
-                    checked = check_message(
-                        record.value,
-                        record.key,
-                        origin,
-                        store=self._store,
-                        policy=self._policy,
-                        max_bytes=self._max_bytes,
-                    )
-                    for verdict, seconds in zip(checked.verdicts, checked.seconds, strict=True):
-                        self._metrics.record(verdict, "inline")
-                        self._metrics.check_duration.observe(seconds)
-                        if self._publish_all or verdict.status is not Status.OK:
-                            sent.append(await self._publisher.verdict(verdict, origin, "inline"))
+                    checked = self._pipeline.answer(record)
+                    for verdict in checked.publish:
+                        sent.append(
+                            await self._publisher.verdict(verdict, checked.origin, "inline")
+                        )
                     for letter in checked.dead_letters:
-                        self._metrics.invalid(self._topic, letter.reason)
                         sent.append(await self._publisher.dead_letter(letter))
                 count += len(records)
-                self._metrics.events.labels(self._topic).inc(len(records))
             await self._publisher.delivered(sent)
         except KafkaError:
             for tp, records in batches.items():

@@ -13,15 +13,11 @@ import logging
 import time
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.structs import ConsumerRecord
 
-from exporter.checks.store import ChunkStore
 from exporter.outputs.metrics import ExporterMetrics
-from exporter.records.decode import RecordError, decode_chunk, parse_json
-from exporter.records.schema import ChunkDeletion
 from exporter.service.clients import report_lag
-from exporter.service.messages import DeadLetter, Origin
-from exporter.service.sweeps import ReindexWatch
+from exporter.service.messages import DeadLetter
+from exporter.service.pipeline import Pipeline
 
 __all__ = ["ChunkFollower"]
 
@@ -35,15 +31,13 @@ class ChunkFollower:
         self,
         consumer: AIOKafkaConsumer,
         topic: str,
-        store: ChunkStore,
+        pipeline: Pipeline,
         metrics: ExporterMetrics,
-        watch: ReindexWatch | None = None,
     ) -> None:
         self._consumer = consumer
         self._topic = topic
-        self._store = store
+        self._pipeline = pipeline
         self._metrics = metrics
-        self._watch = watch
         self._targets: dict[TopicPartition, int] = {}
         self.ready = asyncio.Event()
 
@@ -68,35 +62,9 @@ class ChunkFollower:
         self._metrics.ready.set(1)
         log.info(
             "chunk store loaded: %d chunks of %d documents; checking citations",
-            self._store.chunk_count,
-            self._store.document_count,
+            self._pipeline.store.chunk_count,
+            self._pipeline.store.document_count,
         )
-
-    def apply(self, record: ConsumerRecord) -> DeadLetter | None:
-        """Apply one chunk message (an upsert, a deletion record, or a tombstone).
-
-        A record that cannot be used is returned as a dead letter. The chunk topic is re-read
-        from the start at every start-up, so such a record is dead-lettered again each time.
-        """
-        self._metrics.events.labels(self._topic).inc()
-        if self._watch is not None:
-            self._watch.touched()
-        if record.value is None:
-            if record.key:
-                self._store.apply(ChunkDeletion(record.key.decode("utf-8", "replace")))
-            return None
-        try:
-            chunk = decode_chunk(parse_json(record.value))
-        except RecordError as exc:
-            origin = Origin(record.topic, record.partition, record.offset)
-            reason = "invalid_json" if str(exc).startswith("not valid JSON") else "invalid_record"
-            self._metrics.invalid(self._topic, reason)
-            return DeadLetter(origin, record.value, record.key, reason, str(exc))
-        self._store.apply(chunk)
-        chunker = getattr(chunk, "chunker", None)
-        if chunker and self._watch is not None:
-            self._watch.saw(chunker)
-        return None
 
     async def poll(self, timeout_ms: int = 500) -> list[DeadLetter]:
         """Fetch and apply one batch; returns the records that could not be used."""
@@ -105,14 +73,14 @@ class ChunkFollower:
         dead: list[DeadLetter] = []
         for records in batches.values():
             for record in records:
-                letter = self.apply(record)
+                letter = self._pipeline.chunk(record)
                 if letter is not None:
                     dead.append(letter)
             count += len(records)
         if count:
             self._metrics.last_event.labels(self._topic).set(time.time())
-            self._metrics.store_chunks.set(self._store.chunk_count)
-            self._metrics.store_documents.set(self._store.document_count)
+            self._metrics.store_chunks.set(self._pipeline.store.chunk_count)
+            self._metrics.store_documents.set(self._pipeline.store.document_count)
         await self._check_caught_up()
         await report_lag(self._consumer, self._metrics)
         return dead

@@ -29,8 +29,10 @@ from exporter.service.clients import make_consumer, make_producer
 from exporter.service.control import ControlListener
 from exporter.service.http import MetricsServer
 from exporter.service.messages import DeadLetter
+from exporter.service.pipeline import Pipeline
 from exporter.service.publish import Publisher
-from exporter.service.sweeps import ReindexWatch, SweepRunner
+from exporter.service.reindex import ReindexWatch
+from exporter.service.sweeps import SweepRunner
 from exporter.settings import Settings
 
 __all__ = ["Exporter"]
@@ -103,23 +105,27 @@ class Exporter:
             settings.sweep_quiet_seconds,
             on_new_chunker=lambda _: self.metrics.last_chunker_change.set(time.time()),
         )
+        pipeline = Pipeline(
+            self.store,
+            self.policy,
+            self.metrics,
+            max_bytes=settings.max_message_bytes,
+            publish_all=settings.publish_all_verdicts,
+            watch=watch,
+        )
         sweeps = SweepRunner(
             lambda: make_consumer(settings),
             settings.answers_topic,
             lambda: producer.partitions_for(settings.answers_topic),
-            store=lambda: self.store,
-            policy=self.policy,
+            pipeline=lambda: pipeline,
             metrics=self.metrics,
             publisher=publisher,
-            max_bytes=settings.max_message_bytes,
         )
         try:
             for client in (producer, chunk_consumer):
                 await client.start()
                 started.append(client)
-            follower = ChunkFollower(
-                chunk_consumer, settings.chunks_topic, self.store, self.metrics, watch
-            )
+            follower = ChunkFollower(chunk_consumer, settings.chunks_topic, pipeline, self.metrics)
             # the producer's metadata lookup is aiokafka's public way to list a topic's
             # partitions; a missing topic raises after its request timeout, and is retried
             await follower.assign(await producer.partitions_for(settings.chunks_topic))
@@ -146,12 +152,9 @@ class Exporter:
             checker = AnswerChecker(
                 answer_consumer,
                 settings.answers_topic,
-                store=self.store,
-                policy=self.policy,
+                pipeline=pipeline,
                 metrics=self.metrics,
                 publisher=publisher,
-                publish_all=settings.publish_all_verdicts,
-                max_bytes=settings.max_message_bytes,
             )
             checker.subscribe()
             await self._check(checker, background, stop)

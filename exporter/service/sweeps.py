@@ -23,61 +23,17 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from exporter.checks.engine import Policy, invalid_verdict
-from exporter.checks.store import ChunkStore
+from exporter.checks.engine import invalid_verdict
 from exporter.checks.verdict import Status
 from exporter.outputs.metrics import ExporterMetrics
 from exporter.outputs.report import SweepSummary
 from exporter.records.schema import InvalidCitation
-from exporter.service.messages import Origin, check_message
+from exporter.service.pipeline import Pipeline
 from exporter.service.publish import Publisher
 
-__all__ = ["ReindexWatch", "SweepRunner"]
+__all__ = ["SweepRunner"]
 
 log = logging.getLogger(__name__)
-
-
-class ReindexWatch:
-    """Notices a new chunker fingerprint and says when the chunk stream has gone quiet."""
-
-    def __init__(
-        self,
-        quiet_seconds: float,
-        clock: Callable[[], float] = time.monotonic,
-        on_new_chunker: Callable[[str], None] | None = None,
-    ) -> None:
-        self._quiet = quiet_seconds
-        self._clock = clock
-        self._on_new_chunker = on_new_chunker
-        self._known: set[str] = set()
-        self._armed = False
-        self._pending: str | None = None
-        self._last_chunk = 0.0
-
-    def arm(self) -> None:
-        """From now on a fingerprint not seen before means a re-index (not the initial load)."""
-        self._armed = True
-
-    def saw(self, chunker: str) -> None:
-        self._last_chunk = self._clock()
-        if chunker not in self._known:
-            self._known.add(chunker)
-            if self._armed:
-                self._pending = chunker
-                log.info("chunks cut by a new chunker %r are arriving", chunker)
-                if self._on_new_chunker is not None:
-                    self._on_new_chunker(chunker)
-
-    def touched(self) -> None:
-        """Any chunk record arrived (quiet time restarts)."""
-        self._last_chunk = self._clock()
-
-    def due(self) -> str | None:
-        """The new fingerprint once the stream has been quiet long enough, once."""
-        if self._pending is None or self._clock() - self._last_chunk < self._quiet:
-            return None
-        chunker, self._pending = self._pending, None
-        return chunker
 
 
 class SweepRunner:
@@ -89,20 +45,16 @@ class SweepRunner:
         topic: str,
         partitions: Callable[[], Awaitable[set[int]]],
         *,
-        store: Callable[[], ChunkStore],
-        policy: Policy,
+        pipeline: Callable[[], Pipeline],
         metrics: ExporterMetrics,
         publisher: Publisher,
-        max_bytes: int,
     ) -> None:
         self._make_consumer = make_consumer
         self._topic = topic
         self._partitions = partitions
-        self._store = store
-        self._policy = policy
+        self._pipeline = pipeline
         self._metrics = metrics
         self._publisher = publisher
-        self._max_bytes = max_bytes
         self._task: asyncio.Task[None] | None = None
         self._again: str | None = None
         self.completed = 0
@@ -192,19 +144,10 @@ class SweepRunner:
         )
 
     async def _check(self, record: Any, summary: SweepSummary, sent: list[Any]) -> None:
-        origin = Origin(record.topic, record.partition, record.offset)
-        checked = check_message(
-            record.value,
-            record.key,
-            origin,
-            store=self._store(),
-            policy=self._policy,
-            max_bytes=self._max_bytes,
-        )
+        checked = self._pipeline().answer(record, mode="sweep")
         for verdict in checked.verdicts:
-            self._metrics.record(verdict, "sweep")
             summary.add(verdict)
-            if verdict.status is not Status.OK:
-                sent.append(await self._publisher.verdict(verdict, origin, "sweep"))
+        for verdict in checked.publish:
+            sent.append(await self._publisher.verdict(verdict, checked.origin, "sweep"))
         for letter in checked.dead_letters:
             summary.add(invalid_verdict(InvalidCitation(letter.error, index=letter.index)))
