@@ -193,10 +193,11 @@ class SweepSummary:
             "citations_per_second": round(self.citations_per_second, 1),
         }
 
-    def render_text(self, fail_above: float) -> str:
+    def render_text(self, fail_above: float | None, title: str = "citation sweep") -> str:
+        """The report; without ``fail_above`` (a replay, the demo) there is no gate line."""
         total = self.citations
         lines = [
-            f"citation sweep: {total:,} citations checked against {self.documents_loaded:,} "
+            f"{title}: {total:,} citations checked against {self.documents_loaded:,} "
             f"live documents ({self.chunks_loaded:,} chunks) in {self.elapsed_seconds:.2f} s "
             f"({self.citations_per_second:,.0f} citations/s)",
             "",
@@ -205,13 +206,15 @@ class SweepSummary:
             count = self.statuses[status]
             share = count / total if total else 0.0
             lines.append(f"  {status.value:<18}{count:>10,}  {share:7.2%}")
-        verdict = "PASS" if self.passed(fail_above) else "FAIL"
-        if not self.valid:
-            verdict += " (no valid citations were read: is this the right input?)"
+        gate = ""
+        if fail_above is not None:
+            verdict = "PASS" if self.passed(fail_above) else "FAIL"
+            if not self.valid:
+                verdict += " (no valid citations were read: is this the right input?)"
+            gate = f"   gate: fail above {fail_above:.2%} -> {verdict}"
         lines += [
             "",
-            f"  drift ratio       {self.drift_ratio:7.2%}   gate: fail above {fail_above:.2%} "
-            f"-> {verdict}",
+            f"  drift ratio       {self.drift_ratio:7.2%}{gate}",
             f"  superseded ratio  {self.superseded_ratio:7.2%}   content refreshed upstream; "
             "not drift, pinned to archived versions",
         ]

@@ -64,6 +64,19 @@ class Exporter:
     def is_ready(self) -> bool:
         return self._ready
 
+    def offline_pipeline(self) -> Pipeline:
+        """The pipeline over a fresh store, ready at once: for replays and the demo."""
+        self.store = ChunkStore()
+        self._ready = True
+        self.metrics.ready.set(1)
+        return Pipeline(
+            self.store,
+            self.policy,
+            self.metrics,
+            max_bytes=self.settings.max_message_bytes,
+            publish_all=self.settings.publish_all_verdicts,
+        )
+
     async def run(self, stop: asyncio.Event) -> None:
         self.http.start()
         log.info(

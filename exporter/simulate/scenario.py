@@ -110,6 +110,7 @@ class Scenario:
     chunk_updates: list[dict[str, Any]]
     citation_lines: list[dict[str, Any] | bytes]
     expected: list[dict[str, Any]]
+    doc_changes: dict[str, str] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -385,4 +386,5 @@ def build_scenario(config: ScenarioConfig) -> Scenario:
             )
     for number in range(config.invalid_lines):
         lines.insert(rng.randint(0, len(lines)), _BROKEN_LINES[number % len(_BROKEN_LINES)])
-    return Scenario(config, chunks_before, updates, lines, expected)
+    changes = {doc.doc_id: doc.change for doc in docs}
+    return Scenario(config, chunks_before, updates, lines, expected, changes)

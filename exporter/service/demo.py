@@ -1,0 +1,192 @@
+"""``citation-exporter demo``: the main job on built-in traffic, no Kafka needed.
+
+The same pipeline as ``run`` is fed in-process with simulated traffic in three phases, a
+baseline, then a chunk-size change on part of the store, then (the change rolled back, as the
+runbook says) a content refresh of another part, while ``/metrics`` is served on its usual
+port. The terminal shows, live, the drift and
+superseded ratios over a sliding window against the alert thresholds, and the shift clusters as
+they form: drift jumps (and would page) at the chunk-size change, superseded rises at the
+content refresh while drift does not.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+import orjson
+
+from exporter.checks.verdict import Status
+from exporter.outputs.report import SweepSummary, shift_clusters
+from exporter.service.pipeline import LocalRecord, Pipeline
+from exporter.simulate.scenario import Scenario, ScenarioConfig, build_scenario
+
+__all__ = ["DemoView", "demo_phases", "run_demo"]
+
+# The alert lines the view compares against (the shipped rules' values).
+DRIFT_PAGE = 0.02
+DRIFT_BASELINE = 0.003
+SUPERSEDED_TICKET = 0.10
+
+
+@dataclass(frozen=True)
+class Phase:
+    title: str
+    chunks: list[LocalRecord]
+    answers: list[LocalRecord]
+
+
+def _json(record: dict[str, Any] | bytes) -> bytes:
+    return record if isinstance(record, bytes) else orjson.dumps(record)
+
+
+def demo_phases(scenario: Scenario, chunks_topic: str, answers_topic: str) -> list[Phase]:
+    """Baseline, chunk-size change, content refresh: chunk updates then answers, per phase."""
+    offset = iter(range(10**9))
+
+    def chunk(record: dict[str, Any]) -> LocalRecord:
+        value = None if record.get("deleted") else _json(record)
+        return LocalRecord(chunks_topic, 0, next(offset), record["chunk_id"].encode(), value)
+
+    def change_of(record: dict[str, Any]) -> str:
+        return scenario.doc_changes.get(record["chunk_id"].split("#", 1)[0], "none")
+
+    def of_change(change: str) -> list[LocalRecord]:
+        return [chunk(r) for r in scenario.chunk_updates if change_of(r) == change]
+
+    # rolling the chunk-size change back re-sends the re-cut documents' original chunks
+    rollback = [chunk(r) for r in scenario.chunks_before if change_of(r) == "resize"]
+
+    answers = [
+        LocalRecord(answers_topic, 0, next(offset), None, _json(line))
+        for line in scenario.citation_lines
+    ]
+    third = len(answers) // 3
+    return [
+        Phase(
+            "baseline traffic on the original store",
+            [chunk(r) for r in scenario.chunks_before],
+            answers[:third],
+        ),
+        Phase(
+            "a chunk-size change re-cuts part of the store",
+            of_change("resize"),
+            answers[third : 2 * third],
+        ),
+        Phase(
+            "the chunk-size change is rolled back; a vendor reissues other documents",
+            rollback + of_change("refresh"),
+            answers[2 * third :],
+        ),
+    ]
+
+
+class DemoView:
+    """Sliding-window ratios and shift clusters, rendered as a few lines of text."""
+
+    def __init__(self, window_seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._window = window_seconds
+        self._clock = clock
+        self._events: deque[tuple[float, Counter[str]]] = deque()
+        self.summary = SweepSummary()
+
+    def add(self, statuses: Counter[str]) -> None:
+        self._events.append((self._clock(), statuses))
+
+    def ratios(self) -> tuple[int, float, float]:
+        """(checks, drift ratio, superseded ratio) over the window."""
+        now = self._clock()
+        while self._events and now - self._events[0][0] > self._window:
+            self._events.popleft()
+        total: Counter[str] = Counter()
+        for _, statuses in self._events:
+            total.update(statuses)
+        checks = sum(total.values())
+        if not checks:
+            return 0, 0.0, 0.0
+        drift = total[Status.DRIFT_REPAIRED] + total[Status.DRIFT_UNREPAIRED]
+        return checks, drift / checks, total[Status.SUPERSEDED] / checks
+
+    def render(self, phase: str, step: int, steps: int, url: str) -> list[str]:
+        checks, drift, superseded = self.ratios()
+        page = "  -> CitationDriftRateHigh would PAGE" if drift > DRIFT_PAGE else ""
+        ticket = (
+            "  -> CitationContentRefreshDetected: a ticket, not a page"
+            if superseded > SUPERSEDED_TICKET
+            else ""
+        )
+        clusters = shift_clusters(self.summary.shifts)
+        described = ", ".join(f"{c.center:+d} ({c.share:.0%})" for c in clusters) or "none yet"
+        window = f"last {self._window:.0f} s"
+        return [
+            f"phase {step} of {steps}: {phase}",
+            f"  checked {self.summary.citations:,} citations ({checks:,} in the {window})",
+            f"  drift       {drift:7.2%}  page above {DRIFT_PAGE:.0%}, baseline "
+            f"{DRIFT_BASELINE:.1%}{page}",
+            f"  superseded  {superseded:7.2%}  ticket above {SUPERSEDED_TICKET:.0%}{ticket}",
+            f"  shift clusters of repaired drift: {described}",
+            f"  metrics: {url}",
+        ]
+
+
+def _paced(items: list[LocalRecord], seconds: float) -> Iterator[LocalRecord]:
+    started = time.monotonic()
+    for index, item in enumerate(items):
+        due = started + seconds * index / max(1, len(items))
+        delay = due - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        yield item
+
+
+def _show(out: IO[str], lines: list[str], interactive: bool) -> None:
+    if interactive:
+        out.write("\x1b[H\x1b[J")  # redraw in place on a terminal
+    out.write("\n".join(lines) + "\n" + ("" if interactive else "\n"))
+    out.flush()
+
+
+def run_demo(
+    pipeline: Pipeline,
+    out: IO[str],
+    *,
+    url: str,
+    chunks_topic: str,
+    answers_topic: str,
+    seconds_per_phase: float = 10.0,
+    answers: int = 3000,
+    seed: int = 7,
+) -> SweepSummary:
+    """Play the three phases; print the view every second; return the overall summary."""
+    config = ScenarioConfig(
+        seed=seed,
+        answers=answers,
+        resize_share=0.4,
+        refresh_share=0.3,
+        retypeset_share=0.0,
+        silent_edit_share=0.0,
+        delete_share=0.0,
+    )
+    phases = demo_phases(build_scenario(config), chunks_topic, answers_topic)
+    view = DemoView(window_seconds=max(0.5, seconds_per_phase / 2))
+    interactive = out.isatty()
+    for step, phase in enumerate(phases, start=1):
+        for record in phase.chunks:
+            pipeline.chunk(record)
+        last_shown = time.monotonic()
+        for record in _paced(phase.answers, seconds_per_phase):
+            checked = pipeline.answer(record)
+            view.add(Counter(v.status.value for v in checked.verdicts))
+            for verdict in checked.verdicts:
+                view.summary.add(verdict)
+            if time.monotonic() - last_shown >= 1.0:
+                last_shown = time.monotonic()
+                _show(out, view.render(phase.title, step, len(phases), url), interactive)
+        _show(out, view.render(phase.title, step, len(phases), url), interactive)
+    view.summary.chunks_loaded = pipeline.store.chunk_count
+    view.summary.documents_loaded = pipeline.store.document_count
+    view.summary.elapsed_seconds = seconds_per_phase * len(phases)
+    return view.summary
