@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from mixin.dashboards import citation_drift_dashboard
 from mixin.render import to_json, to_yaml
 from mixin.rule_tests import rule_tests
@@ -40,10 +42,24 @@ DASHBOARD_PROVIDERS = {
 }
 
 
+def prometheus_rule() -> dict[str, Any]:
+    """The same groups as a prometheus-operator ``PrometheusRule`` resource."""
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {
+            "name": "citation-drift-exporter",
+            "labels": {"app.kubernetes.io/name": "citation-drift-exporter", "role": "alert-rules"},
+        },
+        "spec": rule_groups(),
+    }
+
+
 def generated_files() -> dict[str, str]:
     return {
         "rules/citation-drift.rules.yml": to_yaml(rule_groups()),
         "rules/tests/citation-drift.test.yml": to_yaml(rule_tests()),
+        "rules/kubernetes/citation-drift.prometheusrule.yaml": to_yaml(prometheus_rule()),
         "grafana/dashboards/citation-drift.json": to_json(citation_drift_dashboard()),
         "grafana/provisioning/datasources/prometheus.yml": to_yaml(DATASOURCES),
         "grafana/provisioning/dashboards/citation-drift.yml": to_yaml(DASHBOARD_PROVIDERS),

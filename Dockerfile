@@ -1,0 +1,29 @@
+# citation-drift-exporter: `citation-exporter run` by default; any subcommand works
+# (docker run IMAGE sweep --help). Two stages: dependencies are built in the first, and only
+# the virtual environment with the runtime dependencies reaches the second.
+ARG PYTHON_VERSION=3.11
+
+FROM python:${PYTHON_VERSION}-slim AS build
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY exporter ./exporter
+RUN python -m venv /opt/venv \
+    && /opt/venv/bin/pip install --no-cache-dir --upgrade pip \
+    && /opt/venv/bin/pip install --no-cache-dir .
+
+FROM python:${PYTHON_VERSION}-slim AS runtime
+LABEL org.opencontainers.image.title="citation-drift-exporter" \
+      org.opencontainers.image.description="Prometheus exporter that checks RAG citations against the live document store"
+RUN groupadd --system --gid 10001 exporter \
+    && useradd --system --uid 10001 --gid exporter --no-create-home --shell /usr/sbin/nologin exporter
+COPY --from=build /opt/venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    CITATION_EXPORTER_METRICS_HOST=0.0.0.0 \
+    CITATION_EXPORTER_METRICS_PORT=9877
+USER 10001:10001
+EXPOSE 9877
+HEALTHCHECK --interval=30s --timeout=3s --start-period=60s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:9877/healthz', timeout=2)"]
+ENTRYPOINT ["citation-exporter"]
+CMD ["run"]

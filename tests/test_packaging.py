@@ -1,0 +1,147 @@
+"""The container, the local stack and the Kubernetes rendering, checked without a Docker engine
+(none runs here): by parsing them and holding them to the exporter's own settings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from dockerfile_parse import DockerfileParser
+
+from exporter.settings import DEFAULT_METRICS_PORT, Settings
+from mixin import config
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def dockerfile() -> DockerfileParser:
+    parser = DockerfileParser(path=str(REPO / "Dockerfile"))
+    parser.content = (REPO / "Dockerfile").read_text()
+    return parser
+
+
+def _instructions(parser: DockerfileParser, name: str) -> list[dict[str, object]]:
+    return [i for i in parser.structure if i["instruction"] == name]
+
+
+def _final_stage(parser: DockerfileParser) -> list[dict[str, object]]:
+    froms = [i["startline"] for i in _instructions(parser, "FROM")]
+    return [i for i in parser.structure if i["startline"] >= froms[-1]]
+
+
+def test_dockerfile_is_multi_stage_on_a_slim_python_base(dockerfile: DockerfileParser) -> None:
+    froms = [str(i["value"]) for i in _instructions(dockerfile, "FROM")]
+    assert len(froms) >= 2
+    assert all("python:" in f and "-slim" in f for f in froms)
+    assert dockerfile.baseimage.startswith("python:")
+    final = _final_stage(dockerfile)
+    assert any(i["instruction"] == "COPY" and "--from=build" in str(i["value"]) for i in final)
+
+
+def test_dockerfile_runs_as_a_non_root_user(dockerfile: DockerfileParser) -> None:
+    users = [str(i["value"]) for i in _final_stage(dockerfile) if i["instruction"] == "USER"]
+    assert users and users[-1].split(":")[0] not in ("root", "0")
+
+
+def test_dockerfile_installs_only_runtime_dependencies(dockerfile: DockerfileParser) -> None:
+    runs = " ".join(str(i["value"]) for i in _instructions(dockerfile, "RUN"))
+    assert "pip install --no-cache-dir ." in runs
+    assert "[test]" not in runs
+    for instruction in _instructions(dockerfile, "COPY"):
+        source = str(instruction["value"]).split()
+        if source[0].startswith("--from"):
+            continue
+        for path in source[:-1]:
+            assert (REPO / path).exists(), f"COPY {path}: not in the repository"
+
+
+def test_dockerfile_exposes_the_metrics_port_and_checks_healthz(
+    dockerfile: DockerfileParser,
+) -> None:
+    final = _final_stage(dockerfile)
+    exposed = [str(i["value"]) for i in final if i["instruction"] == "EXPOSE"]
+    assert exposed == [str(DEFAULT_METRICS_PORT)]
+    health = [str(i["value"]) for i in final if i["instruction"] == "HEALTHCHECK"]
+    assert health and f"127.0.0.1:{DEFAULT_METRICS_PORT}/healthz" in health[0]
+    entrypoint = [str(i["value"]) for i in final if i["instruction"] == "ENTRYPOINT"]
+    assert json.loads(entrypoint[-1]) == ["citation-exporter"]
+    assert dockerfile.envs["CITATION_EXPORTER_METRICS_PORT"] == str(DEFAULT_METRICS_PORT)
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, object]:
+    return yaml.safe_load((REPO / "compose.yaml").read_text())
+
+
+def test_compose_has_the_whole_stack(compose: dict[str, object]) -> None:
+    services = compose["services"]  # type: ignore[index]
+    assert set(services) >= {
+        "kafka",
+        "exporter",
+        "producer",
+        "prometheus",
+        "alertmanager",
+        "grafana",
+    }
+
+
+def test_compose_mounts_only_paths_that_exist(compose: dict[str, object]) -> None:
+    for name, service in compose["services"].items():  # type: ignore[attr-defined]
+        for volume in service.get("volumes", []):
+            host = volume.split(":")[0]
+            assert (REPO / host).exists(), f"{name} mounts {host}, which is not in the repo"
+        if "build" in service:
+            assert (REPO / service["build"] / "Dockerfile").exists()
+
+
+def test_compose_wiring_matches_the_settings_and_the_rules(compose: dict[str, object]) -> None:
+    services = compose["services"]  # type: ignore[index]
+    exporter = services["exporter"]
+    env = exporter["environment"]
+    port = int(env["CITATION_EXPORTER_METRICS_PORT"])
+    assert port == DEFAULT_METRICS_PORT
+    assert f"{port}:{port}" in exporter["ports"]
+    kafka_host = env["CITATION_EXPORTER_BOOTSTRAP_SERVERS"]
+    assert (
+        f"PLAINTEXT://{kafka_host}"
+        == services["kafka"]["environment"]["KAFKA_ADVERTISED_LISTENERS"]
+    )
+    assert services["producer"]["environment"]["CITATION_EXPORTER_BOOTSTRAP_SERVERS"] == kafka_host
+    for key in env:
+        assert key.removeprefix("CITATION_EXPORTER_").lower() in Settings.model_fields, key
+
+    prometheus = yaml.safe_load((REPO / "deploy" / "prometheus.yml").read_text())
+    [job] = prometheus["scrape_configs"]
+    assert job["job_name"] == config.JOB, "the meta alerts select on this job name"
+    assert job["static_configs"][0]["targets"] == [f"exporter:{port}"]
+    mounts = dict(v.split(":")[:2] for v in services["prometheus"]["volumes"])
+    for rule_file in prometheus["rule_files"]:
+        host_dir = next(h for h, c in mounts.items() if rule_file.startswith(c + "/"))
+        assert (REPO / host_dir / Path(rule_file).name).exists()
+    [manager] = prometheus["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"]
+    assert manager.split(":")[0] == "alertmanager"
+    assert any(p.startswith(manager.split(":")[1]) for p in services["alertmanager"]["ports"])
+
+    datasources = yaml.safe_load(
+        (REPO / "grafana/provisioning/datasources/prometheus.yml").read_text()
+    )
+    assert datasources["datasources"][0]["url"] == "http://prometheus:9090"
+    assert "9090:9090" in services["prometheus"]["ports"]
+    providers = yaml.safe_load(
+        (REPO / "grafana/provisioning/dashboards/citation-drift.yml").read_text()
+    )
+    grafana_mounts = dict(v.split(":")[:2] for v in services["grafana"]["volumes"])
+    assert providers["providers"][0]["options"]["path"] in grafana_mounts.values()
+
+
+def test_prometheus_rule_resource_equals_the_plain_rule_file() -> None:
+    plain = yaml.safe_load((REPO / "rules/citation-drift.rules.yml").read_text())
+    resource = yaml.safe_load(
+        (REPO / "rules/kubernetes/citation-drift.prometheusrule.yaml").read_text()
+    )
+    assert resource["apiVersion"] == "monitoring.coreos.com/v1"
+    assert resource["kind"] == "PrometheusRule"
+    assert resource["spec"] == plain
