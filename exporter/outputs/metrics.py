@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -79,6 +80,7 @@ class ExporterMetrics:
 
     def __init__(self, registry: CollectorRegistry, sources: SourceLabels, version: str) -> None:
         self.sources = sources
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         self.checks = Counter(
             "citation_checks",
             "Citations checked.",
@@ -236,28 +238,38 @@ class ExporterMetrics:
         for topic in topics:
             self.events.labels(topic)
 
+    def child(self, metric: Any, *labels: str) -> Any:
+        """``metric.labels(*labels)``, remembered: this runs several times per citation."""
+        key = (id(metric), labels)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*labels)
+        return found
+
     def record(self, verdict: Verdict, mode: str) -> None:
         """Count one checked citation (invalid ones are counted by :meth:`invalid`)."""
         source = self.sources(verdict.source)
         status = verdict.status
-        self.checks.labels(mode, source).inc()
+        child = self.child
+        child(self.checks, mode, source).inc()
         if verdict.similarity is not None:
-            self.similarity.labels(mode).observe(verdict.similarity / 100.0)
+            child(self.similarity, mode).observe(verdict.similarity / 100.0)
         if status is Status.OK:
             return
+        reason = verdict.reason or ""
         if status is Status.DOCUMENT_MISSING:
-            self.document_missing.labels(mode, source).inc()
+            child(self.document_missing, mode, source).inc()
         elif status is Status.SUPERSEDED:
-            self.superseded_failures.labels(mode, source).inc()
-            self.failure_reasons.labels(mode, "superseded", verdict.reason).inc()
+            child(self.superseded_failures, mode, source).inc()
+            child(self.failure_reasons, mode, "superseded", reason).inc()
         elif status is Status.DRIFT_REPAIRED:
-            self.drift_failures.labels(mode, source, "repaired").inc()
-            self.failure_reasons.labels(mode, "drift", verdict.reason).inc()
+            child(self.drift_failures, mode, source, "repaired").inc()
+            child(self.failure_reasons, mode, "drift", reason).inc()
             if verdict.repair is not None and verdict.repair.shift is not None:
-                self.shift.labels(mode).observe(verdict.repair.shift)
+                child(self.shift, mode).observe(verdict.repair.shift)
         elif status is Status.DRIFT_UNREPAIRED:
-            self.drift_failures.labels(mode, source, "unrepaired").inc()
-            self.failure_reasons.labels(mode, "drift", verdict.reason).inc()
+            child(self.drift_failures, mode, source, "unrepaired").inc()
+            child(self.failure_reasons, mode, "drift", reason).inc()
 
     def invalid(self, topic: str, reason: str) -> None:
         self.invalid_events.labels(topic, reason).inc()

@@ -130,5 +130,5 @@ class Pipeline:
         if inline:
             for letter in checked.dead_letters:
                 self._metrics.invalid(record.topic, letter.reason)
-            self._metrics.events.labels(record.topic).inc()
+            self._metrics.child(self._metrics.events, record.topic).inc()
         return result
