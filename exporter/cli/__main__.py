@@ -1,0 +1,7 @@
+"""``python -m exporter.cli``."""
+
+import sys
+
+from exporter.cli import main
+
+sys.exit(main())

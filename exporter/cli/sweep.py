@@ -1,0 +1,171 @@
+"""``citation-exporter sweep``: an archive of citations against the live store, a deploy gate."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+from tqdm import tqdm
+
+from exporter.checks.engine import DEFAULT_HIGH_SEVERITY_TOPICS, Policy
+from exporter.cli.common import (
+    EXIT_GATE_FAILED,
+    EXIT_OK,
+    UsageError,
+    available_cpus,
+    positive,
+    ratio,
+    threshold,
+    topics,
+)
+from exporter.outputs.report import SweepSummary
+from exporter.records.jsonl import input_size, open_output
+from exporter.simulate.files import write_scenario
+from exporter.simulate.scenario import ScenarioConfig, build_scenario
+from exporter.sweep import load_store, run_sweep
+
+EXAMPLES = """\
+examples:
+  # check an archive after a re-index; fail the deploy when more than 1% drifted
+  citation-exporter sweep --chunks chunks.jsonl.gz --citations citations.jsonl.gz \\
+      --out verdicts.jsonl.gz
+
+  # the same as a JSON summary, for a CI step to parse
+  citation-exporter sweep --chunks chunks.jsonl --citations - --format json < answers.jsonl
+
+  # try it on built-in example data (a re-chunked, re-extracted and refreshed store)
+  citation-exporter sweep --example
+
+exit status: 0 drift ratio <= --fail-above, 1 above it, 2 usage error or unreadable input.
+"""
+
+
+def add_parser(commands: Any) -> None:
+    sweep = commands.add_parser(
+        "sweep",
+        help="check an archive of citations against the live chunk store (a deploy gate)",
+        description="Check every stored citation against the live chunk store. Writes one "
+        "verdict per input citation and prints a summary with the drift ratio and the "
+        "superseded ratio shown apart.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    inputs = sweep.add_argument_group("inputs (.jsonl, .jsonl.gz, or - for stdin)")
+    inputs.add_argument(
+        "--chunks", metavar="FILE", help="live chunk records; last per chunk_id wins"
+    )
+    inputs.add_argument(
+        "--citations", metavar="FILE", help="citation records and answer events, mixed"
+    )
+    inputs.add_argument(
+        "--example",
+        action="store_true",
+        help="generate a built-in example scenario and sweep it (no files needed)",
+    )
+    sweep.add_argument(
+        "--out", metavar="FILE", help="write verdicts as JSONL here (.gz compresses, - is stdout)"
+    )
+    sweep.add_argument(
+        "--fail-above",
+        type=ratio,
+        default=0.01,
+        metavar="RATIO",
+        help="exit 1 when drift / valid citations exceeds this (default: %(default)s)",
+    )
+    sweep.add_argument(
+        "--threshold",
+        type=threshold,
+        default=98.0,
+        metavar="N",
+        help="minimum folded similarity (0-100) for a quote to match (default: %(default)s)",
+    )
+    sweep.add_argument(
+        "--high-severity-topics",
+        type=topics,
+        default=DEFAULT_HIGH_SEVERITY_TOPICS,
+        metavar="LIST",
+        help="comma-separated topics whose unrepairable claims are suppressed rather than "
+        "degraded to a document citation (default: legal,pricing,security)",
+    )
+    sweep.add_argument("--format", choices=("text", "json"), default="text", help="summary format")
+    sweep.add_argument(
+        "--jobs",
+        type=positive,
+        default=available_cpus(),
+        metavar="N",
+        help="worker processes checking citations (default: the CPUs available, %(default)s)",
+    )
+    sweep.add_argument(
+        "--no-progress", action="store_true", help="no progress bar, even on a terminal"
+    )
+
+
+@contextmanager
+def _progress_bar(path: str, enabled: bool) -> Iterator[Callable[[int], None] | None]:
+    size = input_size(path)
+    if not enabled or size is None or not sys.stderr.isatty():
+        yield None
+        return
+    with tqdm(total=size, unit="B", unit_scale=True, desc="sweep", file=sys.stderr) as bar:
+
+        def update(position: int) -> None:
+            bar.update(position - bar.n)
+
+        yield update
+
+
+def _sweep_files(
+    args: argparse.Namespace,
+) -> tuple[str, str, tempfile.TemporaryDirectory[str] | None]:
+    if args.example:
+        if args.chunks or args.citations:
+            raise UsageError("--example generates its own inputs; drop --chunks/--citations")
+        workdir = tempfile.TemporaryDirectory(prefix="citation-example-")
+        paths = write_scenario(build_scenario(ScenarioConfig(answers=4000)), Path(workdir.name))
+        print(
+            f"example: 4,000 answers over a store where some documents were re-chunked, "
+            f"re-extracted, refreshed, silently edited or deleted ({workdir.name})",
+            file=sys.stderr,
+        )
+        return str(paths["chunks"]), str(paths["citations"]), workdir
+    if not args.chunks or not args.citations:
+        raise UsageError("sweep needs --chunks FILE and --citations FILE (or --example)")
+    if args.chunks == "-" and args.citations == "-":
+        raise UsageError("only one of --chunks and --citations can read stdin")
+    return args.chunks, args.citations, None
+
+
+def run(args: argparse.Namespace) -> int:
+    chunks, citations, workdir = _sweep_files(args)
+    policy = Policy(threshold=args.threshold, high_severity_topics=args.high_severity_topics)
+    summary = SweepSummary()
+    with workdir or nullcontext():
+        try:
+            store = load_store(chunks, summary)
+        except OSError as exc:
+            raise UsageError(f"cannot read --chunks {chunks}: {exc}") from None
+        output = open_output(args.out) if args.out else nullcontext(None)
+        try:
+            with output as out, _progress_bar(citations, not args.no_progress) as progress:
+                run_sweep(
+                    store, citations, policy, summary, out=out, progress=progress, jobs=args.jobs
+                )
+        except BrokenProcessPool:
+            raise UsageError(
+                "a worker process died (killed, or out of memory?); retry with --jobs 1"
+            ) from None
+        except OSError as exc:
+            raise UsageError(f"cannot read --citations {citations} or write --out: {exc}") from None
+    report_to: IO[str] = sys.stderr if args.out == "-" else sys.stdout
+    if args.format == "json":
+        report_to.write(orjson.dumps(summary.to_json(args.fail_above)).decode() + "\n")
+    else:
+        report_to.write(summary.render_text(args.fail_above) + "\n")
+    return EXIT_OK if summary.passed(args.fail_above) else EXIT_GATE_FAILED
