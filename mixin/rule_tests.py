@@ -50,6 +50,21 @@ def _firing(alert: str, labels: dict[str, str], value: str) -> list[dict[str, An
     ]
 
 
+def _quiet(alert: str, at: str) -> dict[str, Any]:
+    return {"eval_time": at, "alertname": alert, "exp_alerts": []}
+
+
+def _fires(alert: str, at: str, labels: dict[str, str], value: str) -> dict[str, Any]:
+    return {"eval_time": at, "alertname": alert, "exp_alerts": _firing(alert, labels, value)}
+
+
+def _quiet_then_fires(
+    alert: str, quiet_at: str, fires_at: str, labels: dict[str, str], value: str
+) -> list[dict[str, Any]]:
+    """Both sides of the line: nothing yet at ``quiet_at``, firing at ``fires_at``."""
+    return [_quiet(alert, quiet_at), _fires(alert, fires_at, labels, value)]
+
+
 def _inline(
     checks_per_minute: float, drift: float = 0.0, superseded: float = 0.0, minutes: int = 60
 ) -> list[dict[str, str]]:
@@ -124,14 +139,7 @@ def rule_tests() -> dict[str, Any]:
             _case(
                 "drift at 2.5% pages once it has lasted the window, not before",
                 _inline(600, drift=0.025),
-                [
-                    {"eval_time": "15m", "alertname": drift_page, "exp_alerts": []},
-                    {
-                        "eval_time": "17m",
-                        "alertname": drift_page,
-                        "exp_alerts": _firing(drift_page, JOB, "2.5%"),
-                    },
-                ],
+                _quiet_then_fires(drift_page, "15m", "17m", JOB, "2.5%"),
                 [
                     {
                         "expr": "citation:drift_failures_per_check:ratio_rate15m",
@@ -149,76 +157,45 @@ def rule_tests() -> dict[str, Any]:
             _case(
                 "drift at 1.5% never pages",
                 _inline(600, drift=0.015),
-                [{"eval_time": "50m", "alertname": drift_page, "exp_alerts": []}],
+                [_quiet(drift_page, "50m")],
             ),
             _case(
                 "a 70% superseded burst (a vendor reissue) opens a ticket and never pages",
                 _inline(600, drift=0.003, superseded=0.70),
                 [
-                    {"eval_time": "40m", "alertname": drift_page, "exp_alerts": []},
-                    {
-                        "eval_time": "40m",
-                        "alertname": refresh,
-                        "exp_alerts": _firing(refresh, JOB, "70%"),
-                    },
+                    _quiet(drift_page, "40m"),
+                    _fires(refresh, "40m", JOB, "70%"),
                 ],
             ),
             _case(
                 "1 failure in 10 checks at night is below the traffic guard",
                 _inline(10 / 15, drift=0.10),
-                [{"eval_time": "50m", "alertname": drift_page, "exp_alerts": []}],
+                [_quiet(drift_page, "50m")],
             ),
             _case(
                 "a sweep that found 0.9% drift does not page",
                 _sweep(ok=9910, drift=90, invalid=500),
-                [{"eval_time": "5m", "alertname": "CitationSweepDriftHigh", "exp_alerts": []}],
+                [_quiet("CitationSweepDriftHigh", "5m")],
             ),
             _case(
                 "a sweep that found 1.1% drift pages (invalid citations do not dilute it)",
                 _sweep(ok=9890, drift=110, invalid=500),
-                [
-                    {
-                        "eval_time": "5m",
-                        "alertname": "CitationSweepDriftHigh",
-                        "exp_alerts": _firing("CitationSweepDriftHigh", JOB, "1.1%"),
-                    }
-                ],
+                [_fires("CitationSweepDriftHigh", "5m", JOB, "1.1%")],
             ),
             _case(
                 "an exporter that cannot be scraped",
                 [_series("up", EXPORTER, "1 1 0x20")],
-                [
-                    {"eval_time": "5m", "alertname": "CitationExporterDown", "exp_alerts": []},
-                    {
-                        "eval_time": "10m",
-                        "alertname": "CitationExporterDown",
-                        "exp_alerts": _firing("CitationExporterDown", EXPORTER, "0"),
-                    },
-                ],
+                _quiet_then_fires("CitationExporterDown", "5m", "10m", EXPORTER, "0"),
             ),
             _case(
                 "no exporter target at all",
                 [_series("up", {"job": "something-else", "instance": "x"}, "1x30")],
-                [
-                    {"eval_time": "10m", "alertname": "CitationExporterAbsent", "exp_alerts": []},
-                    {
-                        "eval_time": "20m",
-                        "alertname": "CitationExporterAbsent",
-                        "exp_alerts": _firing("CitationExporterAbsent", JOB, "1"),
-                    },
-                ],
+                _quiet_then_fires("CitationExporterAbsent", "10m", "20m", JOB, "1"),
             ),
             _case(
                 "an exporter that never catches up with the chunk store",
                 [_series("citation_exporter_ready", EXPORTER, "0x30")],
-                [
-                    {"eval_time": "10m", "alertname": "CitationExporterNotReady", "exp_alerts": []},
-                    {
-                        "eval_time": "20m",
-                        "alertname": "CitationExporterNotReady",
-                        "exp_alerts": _firing("CitationExporterNotReady", EXPORTER, "0"),
-                    },
-                ],
+                _quiet_then_fires("CitationExporterNotReady", "10m", "20m", EXPORTER, "0"),
             ),
             _case(
                 "lag grows while nothing is consumed",
@@ -235,7 +212,7 @@ def rule_tests() -> dict[str, Any]:
                     ),
                 ],
                 [
-                    {"eval_time": "9m", "alertname": "CitationExporterStalled", "exp_alerts": []},
+                    _quiet("CitationExporterStalled", "9m"),
                     {
                         "eval_time": "25m",
                         "alertname": "CitationExporterStalled",
@@ -259,7 +236,7 @@ def rule_tests() -> dict[str, Any]:
                         "0+500x40",
                     ),
                 ],
-                [{"eval_time": "30m", "alertname": "CitationExporterStalled", "exp_alerts": []}],
+                [_quiet("CitationExporterStalled", "30m")],
             ),
             _case(
                 "2% of messages dead-lettered",
@@ -276,11 +253,7 @@ def rule_tests() -> dict[str, Any]:
                     ),
                 ],
                 [
-                    {
-                        "eval_time": "10m",
-                        "alertname": "CitationInvalidEventsHigh",
-                        "exp_alerts": [],
-                    },
+                    _quiet("CitationInvalidEventsHigh", "10m"),
                     {
                         "eval_time": "20m",
                         "alertname": "CitationInvalidEventsHigh",
@@ -298,18 +271,7 @@ def rule_tests() -> dict[str, Any]:
                     ),
                     _series("citation_sweep_last_completed_timestamp_seconds", EXPORTER, "0x80"),
                 ],
-                [
-                    {
-                        "eval_time": "50m",
-                        "alertname": "CitationNoSweepSinceChunkerChange",
-                        "exp_alerts": [],
-                    },
-                    {
-                        "eval_time": "65m",
-                        "alertname": "CitationNoSweepSinceChunkerChange",
-                        "exp_alerts": _firing("CitationNoSweepSinceChunkerChange", JOB, "60"),
-                    },
-                ],
+                _quiet_then_fires("CitationNoSweepSinceChunkerChange", "50m", "65m", JOB, "60"),
             ),
             _case(
                 "a re-index followed by a sweep",
@@ -321,13 +283,7 @@ def rule_tests() -> dict[str, Any]:
                         "citation_sweep_last_completed_timestamp_seconds", EXPORTER, "0 0 0 200x77"
                     ),
                 ],
-                [
-                    {
-                        "eval_time": "70m",
-                        "alertname": "CitationNoSweepSinceChunkerChange",
-                        "exp_alerts": [],
-                    }
-                ],
+                [_quiet("CitationNoSweepSinceChunkerChange", "70m")],
             ),
         ],
     }
