@@ -189,3 +189,16 @@ def test_provisioning_files() -> None:
         (REPO / "grafana/provisioning/dashboards/citation-drift.yml").read_text()
     )
     assert providers["apiVersion"] == 1 and providers["providers"][0]["type"] == "file"
+
+
+def test_readme_metrics_table_lists_exactly_the_exported_metrics() -> None:
+    readme = (REPO / "README.md").read_text()
+    table = readme[readme.index("### Metrics") : readme.index("## Run the whole stack")]
+    documented = set(re.findall(r"`(citation_[a-z_]+)`", table))
+    registry = CollectorRegistry()
+    ExporterMetrics(registry, SourceLabels(), "0")
+    exported = {
+        family.name + ("_total" if family.type == "counter" else "")
+        for family in registry.collect()
+    }
+    assert documented == exported

@@ -96,3 +96,12 @@ def test_config_file_named_by_the_environment(
     config.write_text('answers_topic = "prod.answers"\n')
     monkeypatch.setenv("CITATION_EXPORTER_CONFIG_FILE", str(config))
     assert load_settings().answers_topic == "prod.answers"
+
+
+def test_readme_documents_every_setting() -> None:
+    import re
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    table = readme[readme.index("### Settings") : readme.index("### Metrics")]
+    documented = set(re.findall(r"`([a-z_]+)`", table))
+    assert set(Settings.model_fields) <= documented
