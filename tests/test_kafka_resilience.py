@@ -100,15 +100,24 @@ def test_two_exporters_in_one_group_check_every_citation_exactly_once(
             )
             time.sleep(0.3)
         time.sleep(1)
-        checked = (
-            total(one.scrape(), "citation_checks_total", mode="inline"),
-            total(two.scrape(), "citation_checks_total", mode="inline"),
-        )
+        scrapes = (one.scrape(), two.scrape())
+        checked = tuple(total(x, "citation_checks_total", mode="inline") for x in scrapes)
+        lag_partitions = [
+            {
+                dict(labels)["partition"]
+                for (name, labels), _ in x.items()
+                if name == "citation_exporter_consumer_lag_messages"
+                and dict(labels)["topic"] == topics.answers
+            }
+            for x in scrapes
+        ]
     finally:
         assert one.stop() == 0
         assert two.stop() == 0
     assert sum(checked) == len(expected)
     assert min(checked) > 0, f"both members take a share: {checked}"
+    assert not lag_partitions[0] & lag_partitions[1], "each partition's lag comes from its owner"
+    assert lag_partitions[0] | lag_partitions[1] == {"0", "1", "2", "3"}
     failing = _failing_ids(scenario)
     records = consume(bootstrap, topics.verdicts, len(failing))
     assert Counter(r.key.decode() for r in records) == Counter(failing)

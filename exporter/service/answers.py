@@ -8,6 +8,7 @@ so it is checked again (counters may count those citations twice; nothing is los
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from typing import Any
@@ -33,6 +34,7 @@ class _CommitOnRevoke(ConsumerRebalanceListener):  # type: ignore[misc]
 
     async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
         await self._checker.commit(only=revoked)
+        self._checker.forget_lag(revoked)
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
         log.info("answer partitions assigned: %s", sorted(tp.partition for tp in assigned))
@@ -91,6 +93,12 @@ class AnswerChecker:
         await self.commit()
         await report_lag(self._consumer, self._metrics)
         return count
+
+    def forget_lag(self, partitions: set[TopicPartition]) -> None:
+        """Drop the lag series of partitions another member now owns (it reports them)."""
+        for tp in partitions:
+            with contextlib.suppress(KeyError):
+                self._metrics.consumer_lag.remove(tp.topic, str(tp.partition))
 
     async def commit(self, only: set[TopicPartition] | None = None) -> None:
         """Commit the delivered offsets (of ``only`` those partitions, on a revoke)."""
