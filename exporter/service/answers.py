@@ -34,10 +34,10 @@ class _CommitOnRevoke(ConsumerRebalanceListener):  # type: ignore[misc]
 
     async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
         await self._checker.commit(only=revoked)
-        self._checker.forget_lag(revoked)
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
         log.info("answer partitions assigned: %s", sorted(tp.partition for tp in assigned))
+        self._checker.forget_lag(keep=assigned)
 
 
 class AnswerChecker:
@@ -58,6 +58,7 @@ class AnswerChecker:
         self._metrics = metrics
         self._publisher = publisher
         self._uncommitted: dict[TopicPartition, int] = {}
+        self._lag_reported: set[TopicPartition] = set()
 
     def subscribe(self) -> None:
         self._consumer.subscribe([self._topic], listener=_CommitOnRevoke(self))
@@ -66,7 +67,7 @@ class AnswerChecker:
         """Check one batch end to end; returns the number of messages it held."""
         batches = await self._consumer.getmany(timeout_ms=timeout_ms, max_records=_MAX_RECORDS)
         if not batches:
-            await report_lag(self._consumer, self._metrics)
+            self._lag_reported |= await report_lag(self._consumer, self._metrics)
             return 0
         sent: list[Any] = []
         count = 0
@@ -91,14 +92,15 @@ class AnswerChecker:
         for tp, records in batches.items():
             self._uncommitted[tp] = records[-1].offset + 1
         await self.commit()
-        await report_lag(self._consumer, self._metrics)
+        self._lag_reported |= await report_lag(self._consumer, self._metrics)
         return count
 
-    def forget_lag(self, partitions: set[TopicPartition]) -> None:
+    def forget_lag(self, keep: set[TopicPartition]) -> None:
         """Drop the lag series of partitions another member now owns (it reports them)."""
-        for tp in partitions:
+        for tp in self._lag_reported - keep:
             with contextlib.suppress(KeyError):
                 self._metrics.consumer_lag.remove(tp.topic, str(tp.partition))
+        self._lag_reported &= keep
 
     async def commit(self, only: set[TopicPartition] | None = None) -> None:
         """Commit the delivered offsets (of ``only`` those partitions, on a revoke)."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 import ssl
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.errors import IllegalStateError
 
 from exporter.outputs.metrics import ExporterMetrics
 from exporter.settings import Settings
@@ -59,10 +60,22 @@ def make_producer(settings: Settings) -> AIOKafkaProducer:
     )
 
 
-async def report_lag(consumer: AIOKafkaConsumer, metrics: ExporterMetrics) -> None:
-    """Set the lag gauge of every assigned partition whose high water mark is known."""
-    for tp in consumer.assignment():
+async def report_lag(consumer: AIOKafkaConsumer, metrics: ExporterMetrics) -> set[TopicPartition]:
+    """Set the lag gauge of every assigned partition whose high water mark is known.
+
+    Returns the partitions reported. A partition revoked while its position was being read is
+    skipped: its new owner reports it.
+    """
+    reported = set()
+    for tp in list(consumer.assignment()):
         highwater = consumer.highwater(tp)
-        if highwater is not None:
-            lag = highwater - await consumer.position(tp)
-            metrics.consumer_lag.labels(tp.topic, str(tp.partition)).set(lag)
+        if highwater is None:
+            continue
+        try:
+            position = await consumer.position(tp)
+        except IllegalStateError:  # revoked meanwhile
+            continue
+        if tp in consumer.assignment():
+            metrics.consumer_lag.labels(tp.topic, str(tp.partition)).set(highwater - position)
+            reported.add(tp)
+    return reported
