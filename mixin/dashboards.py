@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mixin import config as c
+from exporter import alerting as c
 
 __all__ = ["DASHBOARD_UID", "citation_drift_dashboard", "panel_queries"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from mixin import config as c
+from exporter import alerting as c
 from mixin.rules import rule_groups
 
 __all__ = ["rule_tests"]

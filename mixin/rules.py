@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mixin import config as c
+from exporter import alerting as c
 
 __all__ = ["rule_groups"]
 

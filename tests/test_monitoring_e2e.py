@@ -21,9 +21,9 @@ from kafka_support import (
 )
 from monitoring_support import MonitoringStack
 
+from exporter import alerting as config
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
-from mixin import config
 from mixin.dashboards import panel_queries
 
 pytestmark = [

@@ -10,8 +10,8 @@ import pytest
 import yaml
 from dockerfile_parse import DockerfileParser
 
+from exporter import alerting as config
 from exporter.settings import DEFAULT_METRICS_PORT, Settings
-from mixin import config
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mixin import config
+from exporter import alerting as config
 
 REPO = Path(__file__).resolve().parent.parent
 RULES = REPO / "rules" / "citation-drift.rules.yml"

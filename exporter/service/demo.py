@@ -19,17 +19,13 @@ from typing import IO, Any
 
 import orjson
 
+from exporter import alerting
 from exporter.checks.verdict import Status
 from exporter.outputs.report import SweepSummary, shift_clusters
 from exporter.service.pipeline import LocalRecord, Pipeline
 from exporter.simulate.scenario import Scenario, ScenarioConfig, build_scenario
 
 __all__ = ["DemoView", "demo_phases", "run_demo"]
-
-# The alert lines the view compares against (the shipped rules' values).
-DRIFT_PAGE = 0.02
-DRIFT_BASELINE = 0.003
-SUPERSEDED_TICKET = 0.10
 
 
 @dataclass(frozen=True)
@@ -112,10 +108,12 @@ class DemoView:
 
     def render(self, phase: str, step: int, steps: int, url: str) -> list[str]:
         checks, drift, superseded = self.ratios()
-        page = "  -> CitationDriftRateHigh would PAGE" if drift > DRIFT_PAGE else ""
+        page_at, baseline = alerting.DRIFT_RATIO_PAGE, alerting.DRIFT_RATIO_BASELINE
+        ticket_at = alerting.SUPERSEDED_RATIO_TICKET
+        page = "  -> CitationDriftRateHigh would PAGE" if drift > page_at else ""
         ticket = (
             "  -> CitationContentRefreshDetected: a ticket, not a page"
-            if superseded > SUPERSEDED_TICKET
+            if superseded > ticket_at
             else ""
         )
         clusters = shift_clusters(self.summary.shifts)
@@ -124,9 +122,8 @@ class DemoView:
         return [
             f"phase {step} of {steps}: {phase}",
             f"  checked {self.summary.citations:,} citations ({checks:,} in the {window})",
-            f"  drift       {drift:7.2%}  page above {DRIFT_PAGE:.0%}, baseline "
-            f"{DRIFT_BASELINE:.1%}{page}",
-            f"  superseded  {superseded:7.2%}  ticket above {SUPERSEDED_TICKET:.0%}{ticket}",
+            f"  drift       {drift:7.2%}  page above {page_at:.0%}, baseline {baseline:.1%}{page}",
+            f"  superseded  {superseded:7.2%}  ticket above {ticket_at:.0%}{ticket}",
             f"  shift clusters of repaired drift: {described}",
             f"  metrics: {url}",
         ]

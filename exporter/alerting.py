@@ -1,5 +1,6 @@
-"""Every knob of the rules and dashboards, in one place. Change a value here, then run
-``python -m mixin`` to regenerate rules/ and grafana/ (a test fails while they disagree).
+"""Every alerting knob, in one place: the thresholds and durations of the rules, the lines on
+the board, and the lines ``citation-exporter demo`` compares against. Change a value here, then
+run ``python -m mixin`` to regenerate rules/ and grafana/ (a test fails while they disagree).
 """
 
 from __future__ import annotations
