@@ -73,15 +73,11 @@ class Place:
 
 @dataclass(frozen=True, slots=True)
 class Relocation:
-    """The relocator's answer; ``placement`` is the chunk holding the place when found.
-
-    ``candidates`` counts the places weighed (for diagnostics: 2+ means context decided).
-    """
+    """The relocator's answer; ``placement`` is the chunk holding the place when found."""
 
     outcome: str
     place: Place | None = None
     placement: Placement | None = None
-    candidates: int = 0
 
 
 def _occurrences(haystack: str, needle: str) -> list[int]:
@@ -247,9 +243,9 @@ def relocate(
     if winner is None:
         best = max(place.similarity for place in places)
         outcome = AMBIGUOUS if best >= threshold else NOT_FOUND
-        return Relocation(outcome, candidates=len(places))
+        return Relocation(outcome)
     holders = view.chunks_holding(winner.start, winner.end)
     if not holders:
-        return Relocation(STRADDLES, winner, candidates=len(places))
+        return Relocation(STRADDLES, winner)
     chosen = next((h for h in holders if h.chunk.chunk_id == cited_chunk_id), holders[0])
-    return Relocation(FOUND, winner, chosen, candidates=len(places))
+    return Relocation(FOUND, winner, chosen)

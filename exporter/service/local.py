@@ -19,24 +19,27 @@ from exporter.records.schema import InvalidCitation
 from exporter.service.messages import DeadLetter
 from exporter.service.pipeline import Checked, LocalRecord, Pipeline
 
-__all__ = ["is_chunk_record", "records_of", "replay"]
+__all__ = ["chunk_key", "records_of", "replay"]
 
 
-def is_chunk_record(line: bytes) -> bool:
+def chunk_key(line: bytes) -> bytes | None:
+    """The ``chunk_id`` of a chunk record (its Kafka key), or None for any other line."""
     try:
         value: Any = orjson.loads(line)
     except orjson.JSONDecodeError:
-        return False
-    return type(value) is dict and ("text" in value or value.get("deleted") is True)
+        return None
+    if type(value) is dict and ("text" in value or value.get("deleted") is True):
+        return str(value.get("chunk_id")).encode()
+    return None
 
 
 def records_of(path: str, chunks_topic: str, answers_topic: str) -> Iterator[LocalRecord]:
     """Every line of ``path`` as a record of the topic it would have come from."""
     with open_input(path) as source:
         for number, line in read_lines(source.stream):
-            if is_chunk_record(line):
-                key = orjson.loads(line).get("chunk_id")
-                yield LocalRecord(chunks_topic, 0, number, str(key).encode(), line)
+            key = chunk_key(line)
+            if key is not None:
+                yield LocalRecord(chunks_topic, 0, number, key, line)
             else:
                 yield LocalRecord(answers_topic, 0, number, None, line)
 
