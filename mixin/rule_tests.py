@@ -112,6 +112,15 @@ def _sweep(ok: int, drift: int, invalid: int = 0) -> list[dict[str, str]]:
     ]
 
 
+def _growing_lag(consumed: str) -> list[dict[str, str]]:
+    """Lag that grows by 10 a minute, with the consumed-messages counter given."""
+    topic = {**EXPORTER, "topic": "rag.answers"}
+    return [
+        _series("citation_exporter_consumer_lag_messages", {**topic, "partition": "0"}, "0+10x40"),
+        _series("citation_exporter_events_total", topic, consumed),
+    ]
+
+
 def _case(
     name: str,
     series: list[dict[str, str]],
@@ -199,43 +208,18 @@ def rule_tests() -> dict[str, Any]:
             ),
             _case(
                 "lag grows while nothing is consumed",
-                [
-                    _series(
-                        "citation_exporter_consumer_lag_messages",
-                        {**EXPORTER, "topic": "rag.answers", "partition": "0"},
-                        "0+10x40",
-                    ),
-                    _series(
-                        "citation_exporter_events_total",
-                        {**EXPORTER, "topic": "rag.answers"},
-                        "500x40",
-                    ),
-                ],
-                [
-                    _quiet("CitationExporterStalled", "9m"),
-                    {
-                        "eval_time": "25m",
-                        "alertname": "CitationExporterStalled",
-                        "exp_alerts": _firing(
-                            "CitationExporterStalled", {**EXPORTER, "topic": "rag.answers"}, "100"
-                        ),
-                    },
-                ],
+                _growing_lag(consumed="500x40"),
+                _quiet_then_fires(
+                    "CitationExporterStalled",
+                    "9m",
+                    "25m",
+                    {**EXPORTER, "topic": "rag.answers"},
+                    "100",
+                ),
             ),
             _case(
                 "lag that grows while messages are consumed is just load",
-                [
-                    _series(
-                        "citation_exporter_consumer_lag_messages",
-                        {**EXPORTER, "topic": "rag.answers", "partition": "0"},
-                        "0+10x40",
-                    ),
-                    _series(
-                        "citation_exporter_events_total",
-                        {**EXPORTER, "topic": "rag.answers"},
-                        "0+500x40",
-                    ),
-                ],
+                _growing_lag(consumed="0+500x40"),
                 [_quiet("CitationExporterStalled", "30m")],
             ),
             _case(
