@@ -19,11 +19,13 @@ RUN groupadd --system --gid 10001 exporter \
 COPY --from=build /opt/venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
     CITATION_EXPORTER_METRICS_HOST=0.0.0.0 \
     CITATION_EXPORTER_METRICS_PORT=9877
 USER 10001:10001
 EXPOSE 9877
+# the port the exporter really serves on, also when CITATION_EXPORTER_METRICS_PORT moves it
 HEALTHCHECK --interval=30s --timeout=3s --start-period=60s --retries=3 \
-    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:9877/healthz', timeout=2)"]
+    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('CITATION_EXPORTER_METRICS_PORT', '9877'), timeout=2)"]
 ENTRYPOINT ["citation-exporter"]
 CMD ["run"]

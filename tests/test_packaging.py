@@ -65,7 +65,8 @@ def test_dockerfile_exposes_the_metrics_port_and_checks_healthz(
     exposed = [str(i["value"]) for i in final if i["instruction"] == "EXPOSE"]
     assert exposed == [str(DEFAULT_METRICS_PORT)]
     health = [str(i["value"]) for i in final if i["instruction"] == "HEALTHCHECK"]
-    assert health and f"127.0.0.1:{DEFAULT_METRICS_PORT}/healthz" in health[0]
+    assert health and "127.0.0.1:%s/healthz" in health[0]
+    assert f"get('CITATION_EXPORTER_METRICS_PORT', '{DEFAULT_METRICS_PORT}')" in health[0]
     entrypoint = [str(i["value"]) for i in final if i["instruction"] == "ENTRYPOINT"]
     assert json.loads(entrypoint[-1]) == ["citation-exporter"]
     assert dockerfile.envs["CITATION_EXPORTER_METRICS_PORT"] == str(DEFAULT_METRICS_PORT)
