@@ -3,17 +3,27 @@
 Every setting has an environment variable ``CITATION_EXPORTER_<NAME>`` (for example
 ``CITATION_EXPORTER_BOOTSTRAP_SERVERS``); a TOML file named by ``CITATION_EXPORTER_CONFIG_FILE``
 (or ``citation-exporter run --config FILE``) may set the same names in lower case. Environment
-variables win over the file. Nothing is read at import; an invalid value stops start-up with a
-message that names the setting.
+variables win over the file. Nothing is read at import.
+
+Settings are strict: an invalid value, an unknown key in the file, and an unknown
+``CITATION_EXPORTER_*`` variable each stop start-up with a message naming them (with a "did you
+mean" for a likely misspelling: a misspelt threshold silently ignored is a monitor that judges
+by the wrong rules). The variables Kubernetes injects for a Service named ``citation-exporter``
+(``CITATION_EXPORTER_SERVICE_HOST``, ``CITATION_EXPORTER_PORT_9877_TCP`` ...) are recognised and
+ignored. TLS files are read at start-up, so an unreadable CA is named there rather than retried
+forever as an unreachable broker.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
+import re
+import ssl
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -23,11 +33,18 @@ from pydantic_settings import (
 )
 
 from exporter.checks.engine import DEFAULT_HIGH_SEVERITY_TOPICS
+from exporter.records.limits import DEFAULT_LIMITS, Limits
 
-__all__ = ["ENV_PREFIX", "Settings", "SettingsError", "load_settings"]
+__all__ = ["ENV_PREFIX", "Settings", "SettingsError", "load_settings", "tls_context"]
 
 ENV_PREFIX = "CITATION_EXPORTER_"
+CONFIG_FILE_VARIABLE = f"{ENV_PREFIX}CONFIG_FILE"
 DEFAULT_METRICS_PORT = 9877
+# Service links Kubernetes injects into every pod of a namespace for a Service named
+# "citation-exporter": not ours, never an error.
+_KUBERNETES_SERVICE_LINK = re.compile(
+    rf"{ENV_PREFIX}(SERVICE_HOST|SERVICE_PORT(_\w+)?|PORT(_\d+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)?)"
+)
 
 
 class SettingsError(ValueError):
@@ -54,8 +71,15 @@ class Settings(BaseSettings):
     ssl_cafile: Path | None = None
     ssl_certfile: Path | None = None
     ssl_keyfile: Path | None = None
-    max_message_bytes: int = Field(1_048_576, gt=0)
     publish_all_verdicts: bool = False
+
+    # bounds on what one input may cost (see exporter.records.limits)
+    max_message_bytes: int = Field(DEFAULT_LIMITS.max_message_bytes, gt=0)
+    max_chunk_chars: int = Field(DEFAULT_LIMITS.max_chunk_chars, gt=0)
+    max_doc_offset: int = Field(DEFAULT_LIMITS.max_doc_offset, gt=0)
+    max_citations_per_answer: int = Field(DEFAULT_LIMITS.max_citations_per_answer, gt=0)
+    max_quote_chars: int = Field(DEFAULT_LIMITS.max_quote_chars, gt=0)
+    relocation_budget_ms: float = Field(DEFAULT_LIMITS.relocation_budget_ms, gt=0.0)
 
     # checks
     threshold: float = Field(98.0, gt=0.0, le=100.0)
@@ -78,6 +102,32 @@ class Settings(BaseSettings):
             return frozenset(v.strip() for v in value.split(",") if v.strip())
         return value
 
+    @model_validator(mode="after")
+    def _security_is_complete(self) -> Settings:
+        """SASL needs credentials, and the TLS files must be readable: say so at start-up."""
+        if self.security_protocol.startswith("SASL") and not (
+            self.sasl_username and self.sasl_password
+        ):
+            raise ValueError(
+                f"security_protocol {self.security_protocol} needs sasl_username and sasl_password"
+            )
+        if self.ssl_keyfile and not self.ssl_certfile:
+            raise ValueError("ssl_keyfile is set but ssl_certfile is not")
+        if self.security_protocol in ("SSL", "SASL_SSL"):
+            tls_context(self)
+        return self
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(
+            max_message_bytes=self.max_message_bytes,
+            max_chunk_chars=self.max_chunk_chars,
+            max_doc_offset=self.max_doc_offset,
+            max_citations_per_answer=self.max_citations_per_answer,
+            max_quote_chars=self.max_quote_chars,
+            relocation_budget_ms=self.relocation_budget_ms,
+        )
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -93,22 +143,77 @@ class Settings(BaseSettings):
         return tuple(sources)
 
 
+def tls_context(settings: Settings) -> ssl.SSLContext:
+    """The TLS context of every Kafka client; a file that cannot be used is named."""
+    for name in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
+        path = getattr(settings, name)
+        if path is not None and not os.access(path, os.R_OK):
+            why = "does not exist" if not path.exists() else "is not readable"
+            raise ValueError(f"{name} {path} {why}")
+    try:
+        context = ssl.create_default_context(
+            cafile=str(settings.ssl_cafile) if settings.ssl_cafile else None
+        )
+    except (ssl.SSLError, OSError) as exc:
+        raise ValueError(
+            f"ssl_cafile {settings.ssl_cafile} holds no usable CA certificate: {exc}"
+        ) from None
+    if settings.ssl_certfile:
+        try:
+            context.load_cert_chain(
+                str(settings.ssl_certfile),
+                str(settings.ssl_keyfile) if settings.ssl_keyfile else None,
+            )
+        except (ssl.SSLError, OSError) as exc:
+            raise ValueError(
+                f"ssl_certfile {settings.ssl_certfile} / ssl_keyfile {settings.ssl_keyfile}: "
+                f"not a usable client certificate and key: {exc}"
+            ) from None
+    return context
+
+
+def _did_you_mean(name: str, candidates: list[str]) -> str:
+    close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
 def _describe(error: ValidationError) -> str:
     problems = []
+    names = list(Settings.model_fields)
     for item in error.errors():
         name = ".".join(str(part) for part in item["loc"]) or "settings"
         variable = f"{ENV_PREFIX}{name.upper()}"
         if item["type"] == "extra_forbidden":
-            problems.append(f"unknown setting '{name}'")
+            problems.append(f"unknown setting '{name}'{_did_you_mean(name, names)}")
+        elif not item["loc"]:
+            problems.append(item["msg"].removeprefix("Value error, "))
         else:
             problems.append(f"{name} ({variable}): {item['msg']}")
     return "invalid settings: " + "; ".join(problems)
 
 
+def _unknown_variables() -> list[str]:
+    """``CITATION_EXPORTER_*`` variables that name no setting (pydantic ignores them)."""
+    known = {f"{ENV_PREFIX}{name.upper()}" for name in Settings.model_fields}
+    known.add(CONFIG_FILE_VARIABLE)
+    problems = []
+    for variable in sorted(os.environ):
+        upper = variable.upper()
+        if not upper.startswith(ENV_PREFIX) or upper in known:
+            continue
+        if _KUBERNETES_SERVICE_LINK.fullmatch(upper):
+            continue
+        problems.append(f"unknown variable {variable}{_did_you_mean(upper, sorted(known))}")
+    return problems
+
+
 def load_settings(config_file: Path | None = None, **overrides: object) -> Settings:
     """Read the settings; raise SettingsError naming each invalid one."""
-    if config_file is None and os.environ.get(f"{ENV_PREFIX}CONFIG_FILE"):
-        config_file = Path(os.environ[f"{ENV_PREFIX}CONFIG_FILE"])
+    unknown = _unknown_variables()
+    if unknown:
+        raise SettingsError("invalid settings: " + "; ".join(unknown))
+    if config_file is None and os.environ.get(CONFIG_FILE_VARIABLE):
+        config_file = Path(os.environ[CONFIG_FILE_VARIABLE])
     settings_cls = Settings
     if config_file is not None:
         if not config_file.is_file():

@@ -1,8 +1,10 @@
 """A whole archive of citations against the live store: verdicts out, a summary kept.
 
-Citations are streamed in batches of lines, so memory stays flat in their number; only the chunk
-store is held in memory. A bad line never stops the sweep: it becomes an ``invalid`` verdict with
-its line number, and every input citation yields exactly one verdict, in input order.
+Citations are streamed in batches of lines, bounded in count and in bytes, so memory stays flat
+in their number; only the chunk store is held in memory. A bad line never stops the sweep: it
+becomes an ``invalid`` verdict with its line number (a line above ``max_message_bytes`` is
+skipped unread, a check that raises is reported as ``check_failed``), and every input citation
+yields exactly one verdict, in input order.
 
 With ``jobs > 1`` the batches are checked by forked worker processes that share the store
 copy-on-write; at most a few batches per worker are in flight, so memory stays flat there too.
@@ -14,39 +16,66 @@ from __future__ import annotations
 import multiprocessing
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import IO
 
-from exporter.checks.engine import Policy, check_citation, invalid_verdict
+from exporter.checks.engine import Policy, check_citation, check_failed, invalid_verdict
 from exporter.checks.store import ChunkStore
+from exporter.checks.verdict import Status, Verdict
 from exporter.outputs.report import SweepSummary
 from exporter.outputs.verdicts import verdict_json
 from exporter.records.decode import RecordError, decode_chunk, decode_citations, parse_json
-from exporter.records.jsonl import open_input, read_lines
+from exporter.records.jsonl import InputError, Oversized, open_input, read_lines
+from exporter.records.limits import DEFAULT_LIMITS, Limits, bounded, preview
 from exporter.records.schema import Citation, InvalidCitation
 
-__all__ = ["load_store", "run_sweep"]
+__all__ = ["load_store", "oversized_line", "run_sweep"]
 
 # Lines per batch: large enough to amortise inter-process transfer, small enough for progress.
 _BATCH_LINES = 2048
+# Bytes per batch: lines may be up to max_message_bytes each; a batch must stay small anyway.
+_BATCH_BYTES = 4 << 20
 # Batches in flight per worker process.
 _IN_FLIGHT_PER_JOB = 4
 
 
-def load_store(path: str, summary: SweepSummary, store: ChunkStore | None = None) -> ChunkStore:
-    """Read chunk records into a store; bad records are counted and reported, not fatal."""
+def _failure(exc: Exception) -> str:
+    return bounded(f"reading failed: {type(exc).__name__}: {preview(str(exc))}")
+
+
+def oversized_line(line: Oversized, limits: Limits) -> str:
+    return (
+        f"line of {line.size:,} bytes is longer than "
+        f"max_message_bytes={limits.max_message_bytes:,}; not read"
+    )
+
+
+def load_store(
+    path: str,
+    summary: SweepSummary,
+    store: ChunkStore | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+) -> ChunkStore:
+    """Read chunk records into a store; bad records are counted and reported, not fatal.
+
+    Raises InputError (naming ``path``) when the file cannot be read to its end.
+    """
     store = store if store is not None else ChunkStore()
     with open_input(path) as source:
-        for number, line in read_lines(source.stream):
-            try:
-                record = decode_chunk(parse_json(line))
-            except RecordError as exc:
-                summary.invalid_chunk_records += 1
-                summary.note_error(f"{path}:{number}: {exc}")
-                continue
-            store.apply(record)
+        try:
+            for number, line in read_lines(source.stream, limits.max_message_bytes):
+                try:
+                    if isinstance(line, Oversized):
+                        raise RecordError(oversized_line(line, limits))
+                    store.apply(decode_chunk(parse_json(line), limits))
+                except Exception as exc:  # one record never stops the load
+                    message = str(exc) if isinstance(exc, RecordError) else _failure(exc)
+                    summary.invalid_chunk_records += 1
+                    summary.note_error(f"{path}:{number}: {message}")
+        except InputError as exc:
+            raise InputError(f"{path}: {exc}") from None
     summary.chunks_loaded = store.chunk_count
     summary.documents_loaded = store.document_count
     return store
@@ -70,7 +99,34 @@ def _set_job(job: _Job) -> None:
     _job = job
 
 
-def _check_batch(lines: list[tuple[int, bytes]]) -> tuple[bytes, SweepSummary]:
+def _items(line: bytes | Oversized, limits: Limits) -> Iterator[Citation | InvalidCitation]:
+    """The citations of one line; whatever goes wrong becomes an invalid item, never an error."""
+    if isinstance(line, Oversized):
+        yield InvalidCitation(oversized_line(line, limits), reason="oversized")
+        return
+    try:
+        value = parse_json(line)
+    except RecordError as exc:
+        yield InvalidCitation(str(exc), reason="invalid_json")
+        return
+    try:
+        yield from decode_citations(value, limits)
+    except Exception as exc:  # a decoder bug must not stop the sweep
+        yield InvalidCitation(_failure(exc), reason="check_failed")
+
+
+def _verdict(item: Citation | InvalidCitation, store: ChunkStore, policy: Policy) -> Verdict:
+    """The verdict of one item; a check that raises yields an invalid verdict naming the error."""
+    if type(item) is Citation:
+        try:
+            return check_citation(item, store, policy)
+        except Exception as exc:  # one citation never stops the sweep
+            item = check_failed(item, exc)
+    assert isinstance(item, InvalidCitation)
+    return invalid_verdict(item)
+
+
+def _check_batch(lines: list[tuple[int, bytes | Oversized]]) -> tuple[bytes, SweepSummary]:
     """Check the citations of some input lines: their verdicts as JSONL, and a partial summary."""
     job = _job
     assert job is not None
@@ -78,42 +134,38 @@ def _check_batch(lines: list[tuple[int, bytes]]) -> tuple[bytes, SweepSummary]:
     summary = SweepSummary()
     verdicts: list[bytes] = []
     for number, line in lines:
-        items: Iterable[Citation | InvalidCitation]
-        try:
-            items = decode_citations(parse_json(line))
-        except RecordError as exc:
-            items = (InvalidCitation(str(exc)),)
-        for item in items:
-            if type(item) is Citation:
-                verdict = check_citation(item, store, policy)
-                if job.write_verdicts:
-                    verdicts.append(verdict_json(verdict, line=number))
-            else:
-                assert isinstance(item, InvalidCitation)
-                verdict = invalid_verdict(item)
-                where = f"{path}:{number}"
-                if item.index is not None:
-                    where += f" citation #{item.index}"
-                summary.note_error(f"{where}: {item.error}")
-                if job.write_verdicts:
-                    verdicts.append(verdict_json(verdict, line=number, index=item.index))
+        for item in _items(line, policy.limits):
+            verdict = _verdict(item, store, policy)
+            index = None
+            if verdict.status is Status.INVALID:
+                index = getattr(item, "index", None)
+                where = f"{path}:{number}" + (f" citation #{index}" if index is not None else "")
+                summary.note_error(f"{where}: {verdict.error}")
+            if job.write_verdicts:
+                verdicts.append(verdict_json(verdict, line=number, index=index))
             summary.add(verdict)
     return b"".join(verdicts), summary
 
 
-def _batches(stream: IO[bytes]) -> Iterator[list[tuple[int, bytes]]]:
-    batch: list[tuple[int, bytes]] = []
-    for item in read_lines(stream):
-        batch.append(item)
-        if len(batch) == _BATCH_LINES:
+_Batch = list[tuple[int, bytes | Oversized]]
+
+
+def _batches(stream: IO[bytes], max_line_bytes: int) -> Iterator[_Batch]:
+    """Lines in batches of at most _BATCH_LINES lines and about _BATCH_BYTES bytes."""
+    batch: _Batch = []
+    size = 0
+    for number, line in read_lines(stream, max_line_bytes):
+        batch.append((number, line))
+        size += len(line) if isinstance(line, bytes) else 0
+        if len(batch) == _BATCH_LINES or size >= _BATCH_BYTES:
             yield batch
-            batch = []
+            batch, size = [], 0
     if batch:
         yield batch
 
 
 def _in_workers(
-    job: _Job, batches: Iterator[list[tuple[int, bytes]]], jobs: int
+    job: _Job, batches: Iterator[_Batch], jobs: int
 ) -> Iterator[tuple[bytes, SweepSummary]]:
     """Results of the batches, in input order, from ``jobs`` forked worker processes.
 
@@ -133,9 +185,7 @@ def _in_workers(
             yield pending.popleft().result()
 
 
-def _in_process(
-    job: _Job, batches: Iterator[list[tuple[int, bytes]]]
-) -> Iterator[tuple[bytes, SweepSummary]]:
+def _in_process(job: _Job, batches: Iterator[_Batch]) -> Iterator[tuple[bytes, SweepSummary]]:
     _set_job(job)
     for batch in batches:
         yield _check_batch(batch)
@@ -154,17 +204,21 @@ def run_sweep(
     """Check every citation in ``citations_path``; write verdicts to ``out`` when given.
 
     ``progress`` is called after every batch with the number of bytes of the input consumed.
+    Raises InputError (naming the file) when the citations cannot be read to their end.
     """
     started = time.perf_counter()
     job = _Job(store, policy, citations_path, out is not None)
     with open_input(citations_path) as source:
-        batches = _batches(source.stream)
+        batches = _batches(source.stream, policy.limits.max_message_bytes)
         results = _in_workers(job, batches, jobs) if jobs > 1 else _in_process(job, batches)
-        for verdicts, partial in results:
-            if out is not None:
-                out.write(verdicts)
-            summary.merge(partial)
-            if progress is not None:
-                progress(source.position())
+        try:
+            for verdicts, partial in results:
+                if out is not None:
+                    out.write(verdicts)
+                summary.merge(partial)
+                if progress is not None:
+                    progress(source.position())
+        except InputError as exc:
+            raise InputError(f"{citations_path}: {exc}") from None
     summary.elapsed_seconds += time.perf_counter() - started
     return summary

@@ -226,7 +226,8 @@ def test_console_script_help_teaches_exit_codes() -> None:
         text=True,
         check=True,
     )
-    assert "exit status: 0 drift ratio <= --fail-above, 1 above it, 2" in done.stdout
+    assert "1    sweep only: the drift ratio is above --fail-above" in done.stdout
+    assert "3    internal error" in done.stdout
     assert "--example" in done.stdout
 
 

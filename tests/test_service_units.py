@@ -6,6 +6,7 @@ import pytest
 from pydantic import SecretStr
 
 from exporter.checks.engine import Policy
+from exporter.records.limits import Limits
 from exporter.checks.store import ChunkStore
 from exporter.records.decode import RecordError
 from exporter.service.clients import connection_options
@@ -92,9 +93,8 @@ def test_plaintext_has_no_tls_or_sasl() -> None:
     ],
 )
 def test_every_bad_message_becomes_a_dead_letter(value: bytes | None, reason: str) -> None:
-    checked = check_message(
-        value, b"key", Origin("t", 0, 7), store=ChunkStore(), policy=Policy(), max_bytes=50
-    )
+    policy = Policy(limits=Limits(max_message_bytes=50))
+    checked = check_message(value, b"key", Origin("t", 0, 7), store=ChunkStore(), policy=policy)
     assert checked.verdicts == []
     [letter] = checked.dead_letters
     assert (letter.reason, letter.origin.offset, letter.key) == (reason, 7, b"key")

@@ -23,6 +23,10 @@ _NEGATION = re.compile(
 )
 
 
+# Lengths may differ this much (plus twice the shorter) before a comparison is skipped as hopeless.
+_LENGTH_SLACK = 64
+
+
 def facts(folded: str) -> tuple[str, ...]:
     """The numbers and negations of a folded text, order-free: what must not change."""
     found = _NUMBER.findall(folded)
@@ -62,6 +66,11 @@ def text_matches(quote: FoldedQuote, raw_text: str, threshold: float) -> tuple[b
     if raw_text == quote.raw:
         return True, 100.0
     folded = fold(raw_text).strip()
+    shorter, longer = sorted((len(quote.text), len(folded)))
+    if longer > 2 * shorter + _LENGTH_SLACK:
+        # the ratio is at most this bound, far below any threshold: say so without aligning
+        # texts of very different lengths (a broken span over a whole chunk, say)
+        return False, 200.0 * shorter / (shorter + longer)
     score = similarity(quote.text, folded)
     if score < threshold:
         return False, score

@@ -10,6 +10,10 @@ The order of the checks is the contract:
    answer onto a reissued document would cite sentences it never saw); on the live version it is
    drift, and the quote is relocated across the whole document.
 
+The work is bounded by :class:`~exporter.records.limits.Limits`: a quote longer than
+``max_quote_chars`` (folded) is compared and searched for verbatim only, and relocation stops at
+``relocation_budget_ms`` of CPU time.
+
 Nothing here does I/O or touches metrics, so the sweep, the streaming service and the tests all
 share exactly this code.
 """
@@ -20,12 +24,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from exporter.checks.compare import FoldedQuote, text_matches
-from exporter.checks.relocate import FOUND, Place, relocate
+from exporter.checks.normalize import fold
+from exporter.checks.relocate import FOUND, Budget, Place, relocate
 from exporter.checks.store import ChunkStore, DocumentView
 from exporter.checks.verdict import Action, FailedCheck, Repair, Status, Verdict
+from exporter.records.limits import DEFAULT_LIMITS, Limits, bounded, preview
 from exporter.records.schema import Chunk, Citation, InvalidCitation
 
-__all__ = ["DEFAULT_HIGH_SEVERITY_TOPICS", "Policy", "check_citation", "invalid_verdict"]
+__all__ = [
+    "DEFAULT_HIGH_SEVERITY_TOPICS",
+    "Policy",
+    "check_citation",
+    "check_failed",
+    "invalid_verdict",
+]
 
 DEFAULT_HIGH_SEVERITY_TOPICS = frozenset({"pricing", "security", "legal"})
 
@@ -36,6 +48,7 @@ class Policy:
 
     threshold: float = 98.0
     high_severity_topics: frozenset[str] = field(default=DEFAULT_HIGH_SEVERITY_TOPICS)
+    limits: Limits = DEFAULT_LIMITS
 
     def __post_init__(self) -> None:
         if not 0.0 < self.threshold <= 100.0:
@@ -56,8 +69,20 @@ def invalid_verdict(item: InvalidCitation) -> Verdict:
         doc_id=item.doc_id,
         status=Status.INVALID,
         action=Action.FIX_RECORD,
-        reason="invalid_record",
+        reason=item.reason,
         error=item.error,
+    )
+
+
+def check_failed(citation: Citation, exc: Exception, index: int | None = None) -> InvalidCitation:
+    """A citation whose check raised (a bug): reported like a bad record, never fatal."""
+    return InvalidCitation(
+        bounded(f"checking failed: {type(exc).__name__}: {preview(str(exc))}"),
+        citation.citation_id,
+        citation.answer_id,
+        citation.doc_id,
+        index,
+        reason="check_failed",
     )
 
 
@@ -131,7 +156,12 @@ def check_citation(citation: Citation, store: ChunkStore, policy: Policy) -> Ver
             matches, similarity = True, 100.0
         else:
             quote = FoldedQuote(citation.quote)
-            matches, similarity = text_matches(quote, text, policy.threshold)
+            if len(quote.text) > policy.limits.max_quote_chars:
+                # too long to compare approximately: folded equality, and no similarity
+                matches = fold(text).strip() == quote.text
+                similarity = 100.0 if matches else None
+            else:
+                matches, similarity = text_matches(quote, text, policy.threshold)
         if matches:
             return _verdict(
                 citation, Status.OK, Action.KEEP, live_version, source, similarity=similarity
@@ -161,6 +191,8 @@ def check_citation(citation: Citation, store: ChunkStore, policy: Policy) -> Ver
         prefix=citation.prefix,
         suffix=citation.suffix,
         cited_chunk_id=citation.chunk_id,
+        max_fuzzy_chars=policy.limits.max_quote_chars,
+        budget=Budget(policy.limits.relocation_budget_ms / 1000.0),
     )
     if relocation.outcome != FOUND:
         return _verdict(

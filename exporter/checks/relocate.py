@@ -1,9 +1,11 @@
 """Find where a stored quote lives now in its live document, or say why it cannot be said.
 
-Three outcomes besides success, never a guess: the quote is in several places that its stored
+Outcomes besides success, never a guess: the quote is in several places that its stored
 context cannot tell apart (``ambiguous``), it now runs across two chunks (``straddles_chunks``),
-or nothing is close enough (``quote_not_found``). Position is never used to choose: a citation
-repaired to the wrong occurrence is worse than one left unrepaired.
+nothing is close enough (``quote_not_found``), the quote is too long to be searched for
+approximately and is not there verbatim (``quote_too_long``), or the search ran out of its CPU
+budget before it could be sure (``relocation_budget_exceeded``). Position is never used to
+choose: a citation repaired to the wrong occurrence is worse than one left unrepaired.
 
 Search order, cheapest first, all on the document folded once (:class:`DocumentView`):
 
@@ -16,14 +18,21 @@ Search order, cheapest first, all on the document folded once (:class:`DocumentV
    cutting the quote into ``d + 1`` pieces guarantees one piece occurs verbatim (pigeonhole).
    The occurrences of the pieces are the only windows aligned in full: the work is bounded and
    no true match is lost, unlike a sliding window of fixed length.
+
+Work is bounded whatever the input: quotes longer than ``max_fuzzy_chars`` are never aligned
+approximately (alignment grows with the square of the length), stored context is compared over
+at most :data:`CONTEXT_CHARS` characters, windows that cannot reach the threshold are dropped by
+a cheap upper bound before they are aligned, and a :class:`Budget` of CPU time is checked
+between every costly step.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from rapidfuzz import fuzz
-from rapidfuzz.distance import Indel
+from rapidfuzz.distance import Indel, LCSseq
 
 from exporter.checks.compare import FoldedQuote, facts
 from exporter.checks.normalize import fold
@@ -31,9 +40,13 @@ from exporter.checks.store import DocumentView, Placement
 
 __all__ = [
     "AMBIGUOUS",
+    "BUDGET_EXCEEDED",
     "FOUND",
     "NOT_FOUND",
     "STRADDLES",
+    "TOO_LONG",
+    "UNREPAIRED_OUTCOMES",
+    "Budget",
     "Place",
     "Relocation",
     "relocate",
@@ -43,6 +56,10 @@ FOUND = "found"
 AMBIGUOUS = "ambiguous"
 STRADDLES = "straddles_chunks"
 NOT_FOUND = "quote_not_found"
+TOO_LONG = "quote_too_long"
+BUDGET_EXCEEDED = "relocation_budget_exceeded"
+# Every way relocation can fail (the reasons of unrepaired drift).
+UNREPAIRED_OUTCOMES = (AMBIGUOUS, STRADDLES, NOT_FOUND, TOO_LONG, BUDGET_EXCEEDED)
 
 # Folded quotes shorter than this are only relocated exactly: short strings match by accident.
 MIN_FUZZY_LENGTH = 24
@@ -57,6 +74,36 @@ FUZZY_MARGIN = 2.0
 # Context (prefix/suffix) decides between places only when it is this good and this clear.
 CONTEXT_FLOOR = 80.0
 CONTEXT_MARGIN = 15.0
+# Stored context is compared over at most this many characters next to the quote: twice the 32
+# that Hypothesis stores in a W3C TextQuoteSelector. Longer context is cut, not only for speed
+# (aligning a megabyte of it would take minutes): the text nearest the quote tells copies apart,
+# and the further a window reaches, the more every copy's surroundings look alike.
+CONTEXT_CHARS = 64
+
+
+class Budget:
+    """CPU time one relocation may spend.
+
+    Thread CPU time, not wall time: a busy neighbour process or a slow scrape does not eat into
+    it, so a citation is cut short only by its own cost.
+    """
+
+    __slots__ = ("_deadline",)
+
+    def __init__(self, seconds: float) -> None:
+        self._deadline = time.thread_time() + seconds
+
+    def check(self) -> None:
+        """Raise :class:`OutOfBudgetError` once the budget is spent."""
+        if time.thread_time() > self._deadline:
+            raise OutOfBudgetError
+
+
+class OutOfBudgetError(Exception):
+    """The relocation's budget is spent; it cannot say where the quote is."""
+
+
+_UNLIMITED = 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,13 +158,14 @@ def _align(quote: str, text: str, lo: int, hi: int, slack: int) -> tuple[int, in
     if not equal:
         return lo, lo
     start, end = lo + equal[0].dest_start, lo + equal[-1].dest_end
+    # a score below the best so far is never needed: the cutoff lets rapidfuzz give up early
     best = fuzz.ratio(quote, text[start:end])
     for candidate in range(max(start + 1, end - slack), min(len(text), end + slack) + 1):
-        score = fuzz.ratio(quote, text[start:candidate])
+        score = fuzz.ratio(quote, text[start:candidate], score_cutoff=best)
         if score > best:
             best, end = score, candidate
     for candidate in range(max(0, start - slack), min(end - 1, start + slack) + 1):
-        score = fuzz.ratio(quote, text[candidate:end])
+        score = fuzz.ratio(quote, text[candidate:end], score_cutoff=best)
         if score > best:
             best, start = score, candidate
     while start < end and text[start] == " ":
@@ -127,7 +175,19 @@ def _align(quote: str, text: str, lo: int, hi: int, slack: int) -> tuple[int, in
     return start, end
 
 
-def _fuzzy_places(quote: FoldedQuote, view: DocumentView, threshold: float) -> list[Place]:
+def _lcs_needed(length: int, score: float) -> int:
+    """Fewest characters in common with a quote of ``length`` for a ratio of ``score``.
+
+    The ratio of the quote and a span with ``c`` characters in common is at most
+    ``200c / (length + c)`` (the span being as short as it can be), so any window in which the
+    quote shares fewer characters cannot hold a span that scores ``score``.
+    """
+    return max(0, int(score * length / (200.0 - score)))
+
+
+def _fuzzy_places(
+    quote: FoldedQuote, view: DocumentView, threshold: float, budget: Budget
+) -> list[Place]:
     """Places scoring within FUZZY_MARGIN of the threshold (rivals count, not only winners)."""
     folded = view.folded
     text, q = folded.text, quote.text
@@ -140,6 +200,7 @@ def _fuzzy_places(quote: FoldedQuote, view: DocumentView, threshold: float) -> l
 
     estimated_starts: list[int] = []
     for k in range(pieces):
+        budget.check()
         offset = k * piece_length
         anchor = q[offset : offset + piece_length]
         at, hits = text.find(anchor), 0
@@ -160,9 +221,13 @@ def _fuzzy_places(quote: FoldedQuote, view: DocumentView, threshold: float) -> l
     clusters.sort(key=len, reverse=True)
 
     scored: list[Place] = []
+    needed = _lcs_needed(length, threshold - FUZZY_MARGIN)
     for cluster in clusters[:MAX_WINDOWS]:
+        budget.check()
         lo = max(0, cluster[0] - slack)
         hi = min(len(text), cluster[-1] + length + slack)
+        if LCSseq.similarity(q, text[lo:hi], score_cutoff=needed) < needed:
+            continue  # no span of this window can come close enough: do not align it
         start, end = _align(q, text, lo, hi, slack)
         if end <= start:
             continue
@@ -181,6 +246,7 @@ def _fuzzy_places(quote: FoldedQuote, view: DocumentView, threshold: float) -> l
 
 
 def _context_score(view: DocumentView, place: Place, prefix: str, suffix: str) -> float:
+    """How well the text around ``place`` agrees with the stored prefix and suffix (0-100)."""
     text = view.folded.text
     scores = []
     if prefix:
@@ -207,8 +273,9 @@ def _choose(
     contenders = [p for p in places if p.similarity >= best.similarity - margin]
     if len(contenders) == 1:
         return best
-    folded_prefix = fold(prefix).strip() if prefix else ""
-    folded_suffix = fold(suffix).strip() if suffix else ""
+    # the context nearest the quote decides; a megabyte of stored prefix must not cost seconds
+    folded_prefix = fold(prefix[-2 * CONTEXT_CHARS :]).strip()[-CONTEXT_CHARS:] if prefix else ""
+    folded_suffix = fold(suffix[: 2 * CONTEXT_CHARS]).strip()[:CONTEXT_CHARS] if suffix else ""
     if not (folded_prefix or folded_suffix):
         return None
     ranked = sorted(
@@ -230,13 +297,24 @@ def relocate(
     prefix: str | None = None,
     suffix: str | None = None,
     cited_chunk_id: str | None = None,
+    max_fuzzy_chars: int | None = None,
+    budget: Budget | None = None,
 ) -> Relocation:
-    """Find ``quote`` in ``view``; prefer the cited chunk when several chunks hold the place."""
+    """Find ``quote`` in ``view``; prefer the cited chunk when several chunks hold the place.
+
+    ``max_fuzzy_chars`` bounds the quotes searched for approximately; ``budget`` bounds the CPU
+    time of the whole search (none: unlimited, for tests and tools).
+    """
     if not quote.text:
         return Relocation(NOT_FOUND)
     places = _verbatim_places(quote, view)
     if not places and len(quote.text) >= MIN_FUZZY_LENGTH:
-        places = _fuzzy_places(quote, view, threshold)
+        if max_fuzzy_chars is not None and len(quote.text) > max_fuzzy_chars:
+            return Relocation(TOO_LONG)
+        try:
+            places = _fuzzy_places(quote, view, threshold, budget or Budget(_UNLIMITED))
+        except OutOfBudgetError:
+            return Relocation(BUDGET_EXCEEDED)
     if not places:
         return Relocation(NOT_FOUND)
     winner = _choose(places, view, prefix, suffix, threshold)

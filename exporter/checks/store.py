@@ -24,6 +24,8 @@ __all__ = ["ChunkStore", "DocumentView", "Placement"]
 # Joins chunks whose document offsets are unknown: whitespace, so a quote running from one chunk
 # into the next is still found (and reported as straddling).
 _SEPARATOR = "\n"
+# Padding between chunks placed by offset is allowed up to the chunks' own text (or this much).
+_MIN_PADDING_ALLOWED = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,13 +96,30 @@ def _assemble(doc_id: str, version: str, chunks: list[Chunk]) -> DocumentView:
     return DocumentView(doc_id, version, "".join(parts), tuple(placements), False)
 
 
+def _padding(ordered: list[Chunk]) -> int:
+    """Characters of padding that placing ``ordered`` at their offsets needs."""
+    padding = at = 0
+    for chunk in ordered:
+        offset = chunk.doc_offset
+        assert offset is not None
+        if offset > at:
+            padding += offset - at
+        at = max(at, offset + len(chunk.text))
+    return padding
+
+
 def _assemble_by_offset(doc_id: str, version: str, chunks: list[Chunk]) -> DocumentView | None:
-    """Place chunks at their document offsets; None when their texts disagree where they overlap.
+    """Place chunks at their document offsets; None when that is not a faithful document.
 
     Gaps between chunks (a chunker that drops whitespace at its cuts) are filled with spaces so
-    document offsets stay true.
+    document offsets stay true. None when the texts disagree where chunks overlap, or when the
+    gaps would hold more padding than the chunks hold text: offsets that far apart are not a
+    chunker dropping whitespace but a broken (or hostile) producer, and building them would let
+    one record allocate whatever its ``doc_offset`` says.
     """
     ordered = sorted(chunks, key=lambda c: (c.doc_offset, c.ordinal or 0, c.chunk_id))
+    if _padding(ordered) > max(_MIN_PADDING_ALLOWED, sum(len(c.text) for c in ordered)):
+        return None
     parts: list[str] = []
     at = 0
     for chunk in ordered:

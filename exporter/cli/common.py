@@ -1,29 +1,83 @@
-"""What every subcommand shares: exit codes, the usage error, argument types."""
+"""What every subcommand shares: exit codes, the usage error, argument types, limit options."""
 
 from __future__ import annotations
 
 import argparse
 import os
+from typing import Any
+
+from exporter.records.limits import DEFAULT_LIMITS, Limits
 
 __all__ = [
+    "EXIT_CODES",
     "EXIT_GATE_FAILED",
+    "EXIT_INTERNAL",
     "EXIT_OK",
     "EXIT_USAGE",
     "UsageError",
+    "add_limit_options",
     "available_cpus",
+    "limits_from",
     "positive",
     "ratio",
     "threshold",
     "topics",
 ]
 
+# Exit codes are a contract: a deploy gate reads 1 as "drift above the gate" and nothing else.
 EXIT_OK = 0
 EXIT_GATE_FAILED = 1
 EXIT_USAGE = 2
+EXIT_INTERNAL = 3
+EXIT_CODES = """\
+exit status:
+  0    done; for sweep: the drift ratio is at most --fail-above
+  1    sweep only: the drift ratio is above --fail-above (and nothing else is ever 1)
+  2    usage error, unreadable input or unwritable output (one line on stderr says which)
+  3    internal error: a bug (the traceback is printed)
+  130  interrupted
+"""
 
 
 class UsageError(Exception):
     """A problem with the command line or its files: exit 2 with a one-line message."""
+
+
+_LIMIT_HELP = {
+    "max_message_bytes": "lines (and Kafka messages) longer than this are not read; "
+    "each is reported as oversized",
+    "max_chunk_chars": "chunk records whose text is longer are rejected",
+    "max_doc_offset": "chunk records placed further into their document are rejected",
+    "max_citations_per_answer": "answers with more citations are rejected whole, in one error",
+    "max_quote_chars": "longer quotes (after folding) are matched and searched verbatim "
+    "only, never approximately",
+    "relocation_budget_ms": "CPU milliseconds one citation's relocation may take; past it "
+    "the citation is drift_unrepaired (relocation_budget_exceeded)",
+}
+
+
+def add_limit_options(parser: argparse.ArgumentParser) -> None:
+    """``--max-...`` options for every bound on what one input may cost."""
+    group = parser.add_argument_group(
+        "limits (bounded work and memory per input; defaults suit real answer systems)"
+    )
+    for name, help_text in _LIMIT_HELP.items():
+        default = getattr(DEFAULT_LIMITS, name)
+        group.add_argument(
+            "--" + name.replace("_", "-"),
+            type=type(default),
+            default=default,
+            metavar="N",
+            help=f"{help_text} (default: {default:,})",
+        )
+
+
+def limits_from(args: argparse.Namespace) -> Limits:
+    values: dict[str, Any] = {name: getattr(args, name) for name in _LIMIT_HELP}
+    try:
+        return Limits(**values)
+    except ValueError as exc:
+        raise UsageError(f"--{str(exc).replace('_', '-')}") from None
 
 
 def ratio(text: str) -> float:

@@ -57,8 +57,8 @@ def run(args: argparse.Namespace) -> int:
         settings = load_settings(None, metrics_host="127.0.0.1", metrics_port=args.metrics_port)
     except SettingsError as exc:
         raise UsageError(str(exc)) from None
-    exporter = Exporter(settings)
     try:
+        exporter = Exporter(settings)
         exporter.http.start()
     except OSError as exc:
         raise UsageError(f"cannot serve metrics on port {args.metrics_port}: {exc}") from None

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from exporter.cli.common import EXIT_OK, UsageError
-from exporter.records.jsonl import open_output
+from exporter.records.jsonl import OutputError, open_output
 
 EXAMPLES = """\
 examples:
@@ -20,7 +20,9 @@ examples:
   citation-exporter run --config /etc/citation-exporter.toml --metrics-port 9877
 
 exit status: 0 after SIGTERM/SIGINT (the batch in hand is finished and committed), 2 for an
-invalid setting. A broker outage is retried with backoff; it never ends the process.
+invalid setting or a metrics port in use, 3 for an internal error. A broker outage is retried
+with backoff, and no message can end the process: each one that cannot be handled is
+dead-lettered, counted and committed past.
 """
 
 
@@ -87,18 +89,27 @@ def run(args: argparse.Namespace) -> int:
     if args.source:
         return _replay_source(args, settings)
 
+    exporter = _exporter(Exporter, settings)
+
     async def serve() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
-        await Exporter(settings).run(stop)
+        await exporter.run(stop)
 
-    try:
-        asyncio.run(serve())
-    except OSError as exc:  # the metrics port is taken, typically
-        raise UsageError(f"cannot serve metrics on port {settings.metrics_port}: {exc}") from None
+    asyncio.run(serve())
     return EXIT_OK
+
+
+def _exporter(exporter_type: Any, settings: Any) -> Any:
+    """The exporter, its metrics port bound: a port in use is a usage error, named."""
+    try:
+        return exporter_type(settings)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot serve metrics on {settings.metrics_host}:{settings.metrics_port}: {exc}"
+        ) from None
 
 
 def _replay_source(args: argparse.Namespace, settings: Any) -> int:
@@ -107,14 +118,14 @@ def _replay_source(args: argparse.Namespace, settings: Any) -> int:
     from exporter.service.local import records_of, replay  # noqa: PLC0415
     from exporter.service.runtime import Exporter  # noqa: PLC0415
 
-    exporter = Exporter(settings)
+    exporter = _exporter(Exporter, settings)
     pipeline = exporter.offline_pipeline()
     exporter.http.start()
     print(
         f"metrics on http://{settings.metrics_host}:{exporter.http.port}/metrics", file=sys.stderr
     )
-    output = open_output(args.out) if args.out else nullcontext(None)
     try:
+        output = open_output(args.out, (args.source,)) if args.out else nullcontext(None)
         with output as out:
 
             def publish(checked: Any) -> None:
@@ -122,7 +133,12 @@ def _replay_source(args: argparse.Namespace, settings: Any) -> int:
                     for verdict in checked.publish:
                         out.write(verdict_json(verdict, mode="inline", line=checked.origin.offset))
 
-            records = records_of(args.source, settings.chunks_topic, settings.answers_topic)
+            records = records_of(
+                args.source,
+                settings.chunks_topic,
+                settings.answers_topic,
+                settings.max_message_bytes,
+            )
             started = time.perf_counter()
             summary = replay(records, pipeline, settings.chunks_topic, publish, lambda _: None)
             summary.elapsed_seconds = time.perf_counter() - started
@@ -130,6 +146,8 @@ def _replay_source(args: argparse.Namespace, settings: Any) -> int:
         if args.serve:
             print("replay done; serving /metrics until SIGTERM or Ctrl-C", file=sys.stderr)
             signal.sigwait({signal.SIGTERM, signal.SIGINT})
+    except OutputError as exc:
+        raise UsageError(str(exc)) from None
     except OSError as exc:
         raise UsageError(f"cannot replay {args.source}: {exc}") from None
     finally:

@@ -16,17 +16,26 @@ from tqdm import tqdm
 
 from exporter.checks.engine import DEFAULT_HIGH_SEVERITY_TOPICS, Policy
 from exporter.cli.common import (
+    EXIT_CODES,
     EXIT_GATE_FAILED,
     EXIT_OK,
     UsageError,
+    add_limit_options,
     available_cpus,
+    limits_from,
     positive,
     ratio,
     threshold,
     topics,
 )
 from exporter.outputs.report import SweepSummary
-from exporter.records.jsonl import input_size, open_output
+from exporter.records.jsonl import (
+    InputError,
+    OutputError,
+    input_size,
+    open_output,
+    refuse_overwriting_inputs,
+)
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
 from exporter.sweep import load_store, run_sweep
@@ -43,7 +52,8 @@ examples:
   # try it on built-in example data (a re-chunked, re-extracted and refreshed store)
   citation-exporter sweep --example
 
-exit status: 0 drift ratio <= --fail-above, 1 above it, 2 usage error or unreadable input.
+--out is written under a temporary name and renamed into place when the sweep completes, so a
+failed sweep never leaves a partial verdict file; it must not be one of the inputs.
 """
 
 
@@ -54,7 +64,7 @@ def add_parser(commands: Any) -> None:
         description="Check every stored citation against the live chunk store. Writes one "
         "verdict per input citation and prints a summary with the drift ratio and the "
         "superseded ratio shown apart.",
-        epilog=EXAMPLES,
+        epilog=EXAMPLES + "\n" + EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     inputs = sweep.add_argument_group("inputs (.jsonl, .jsonl.gz, or - for stdin)")
@@ -100,11 +110,13 @@ def add_parser(commands: Any) -> None:
         type=positive,
         default=available_cpus(),
         metavar="N",
-        help="worker processes checking citations (default: the CPUs available, %(default)s)",
+        help="worker processes checking citations, at most the CPUs available "
+        "(default: %(default)s)",
     )
     sweep.add_argument(
         "--no-progress", action="store_true", help="no progress bar, even on a terminal"
     )
+    add_limit_options(sweep)
 
 
 @contextmanager
@@ -142,30 +154,62 @@ def _sweep_files(
     return args.chunks, args.citations, None
 
 
+def _jobs(requested: int) -> int:
+    """More workers than CPUs only add memory (each holds a batch) and switching."""
+    available = available_cpus()
+    if requested > available:
+        print(
+            f"sweep: --jobs {requested} capped at the {available} CPUs available", file=sys.stderr
+        )
+    return min(requested, available)
+
+
+def _write_summary(text: str, stream: IO[str]) -> None:
+    try:
+        stream.write(text)
+        stream.flush()
+    except OSError as exc:
+        name = "standard error" if stream is sys.stderr else "standard output"
+        raise UsageError(f"cannot write the summary to {name}: {exc}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     chunks, citations, workdir = _sweep_files(args)
-    policy = Policy(threshold=args.threshold, high_severity_topics=args.high_severity_topics)
+    limits = limits_from(args)
+    policy = Policy(
+        threshold=args.threshold, high_severity_topics=args.high_severity_topics, limits=limits
+    )
+    jobs = _jobs(args.jobs)
     summary = SweepSummary()
     with workdir or nullcontext():
+        if args.out:
+            try:
+                refuse_overwriting_inputs(args.out, (chunks, citations))
+            except OSError as exc:
+                raise UsageError(str(exc)) from None
         try:
-            store = load_store(chunks, summary)
+            store = load_store(chunks, summary, limits=limits)
+        except InputError as exc:
+            raise UsageError(f"cannot read --chunks {exc}") from None
         except OSError as exc:
             raise UsageError(f"cannot read --chunks {chunks}: {exc}") from None
-        output = open_output(args.out) if args.out else nullcontext(None)
         try:
+            output = open_output(args.out, (chunks, citations)) if args.out else nullcontext(None)
             with output as out, _progress_bar(citations, not args.no_progress) as progress:
-                run_sweep(
-                    store, citations, policy, summary, out=out, progress=progress, jobs=args.jobs
-                )
+                run_sweep(store, citations, policy, summary, out=out, progress=progress, jobs=jobs)
         except BrokenProcessPool:
             raise UsageError(
                 "a worker process died (killed, or out of memory?); retry with --jobs 1"
             ) from None
+        except InputError as exc:
+            raise UsageError(f"cannot read --citations {exc}") from None
+        except OutputError as exc:
+            raise UsageError(str(exc)) from None
         except OSError as exc:
             raise UsageError(f"cannot read --citations {citations} or write --out: {exc}") from None
     report_to: IO[str] = sys.stderr if args.out == "-" else sys.stdout
     if args.format == "json":
-        report_to.write(orjson.dumps(summary.to_json(args.fail_above)).decode() + "\n")
+        _write_summary(orjson.dumps(summary.to_json(args.fail_above)).decode() + "\n", report_to)
     else:
-        report_to.write(summary.render_text(args.fail_above) + "\n")
+        _write_summary(summary.render_text(args.fail_above) + "\n", report_to)
     return EXIT_OK if summary.passed(args.fail_above) else EXIT_GATE_FAILED

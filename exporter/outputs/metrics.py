@@ -16,19 +16,16 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from exporter.checks.relocate import UNREPAIRED_OUTCOMES
 from exporter.checks.verdict import FailedCheck, Status, Verdict
 from exporter.outputs.report import SHIFT_BOUNDS
 
-__all__ = ["MODES", "ExporterMetrics", "SourceLabels"]
+__all__ = ["MAX_LABEL_LENGTH", "MODES", "ExporterMetrics", "SourceLabels"]
 
 MODES = ("inline", "sweep")
+MAX_LABEL_LENGTH = 64
 OTHER = "other"
-_DRIFT_REASONS = (
-    *(check.value for check in FailedCheck),
-    "ambiguous",
-    "straddles_chunks",
-    "quote_not_found",
-)
+_DRIFT_REASONS = (*(check.value for check in FailedCheck), *UNREPAIRED_OUTCOMES)
 # Signed character shifts: fine near 0, up to 8192 either way, so a chunk-size change shows as
 # one tight band (the same bounds as the sweep report's histogram).
 SHIFT_BUCKETS = (*(float(b) for b in SHIFT_BOUNDS), math.inf)
@@ -49,11 +46,13 @@ class SourceLabels:
     """Maps a citation's source to a bounded label value.
 
     With an allow-list, only those values pass; without one, the first ``limit`` distinct
-    values seen pass. Everything else (and a missing source) becomes ``other``.
+    values seen pass. Everything else (and a missing source) becomes ``other``. Values are cut
+    to :data:`MAX_LABEL_LENGTH` characters: the number of series is bounded, and so is the size
+    of each.
     """
 
     def __init__(self, allowed: Iterable[str] = (), limit: int = 20) -> None:
-        self._allowed = frozenset(allowed)
+        self._allowed = frozenset(value[:MAX_LABEL_LENGTH] for value in allowed)
         self._seen: set[str] = set(self._allowed)
         self._limit = limit
         self.on_new: Callable[[str], None] | None = None
@@ -65,6 +64,8 @@ class SourceLabels:
     def __call__(self, source: str | None) -> str:
         if source is None:
             return OTHER
+        if len(source) > MAX_LABEL_LENGTH:
+            source = source[:MAX_LABEL_LENGTH]  # every sample carries it: bound its size too
         if source in self._seen:
             return source
         if not self._allowed and len(self._seen) < self._limit:
@@ -194,6 +195,13 @@ class ExporterMetrics:
             ["topic", "reason"],
             registry=registry,
         )
+        self.unreadable_messages = Counter(
+            "citation_exporter_unreadable_messages",
+            "Messages that could not be read from Kafka at all (a compression codec the client "
+            "lacks, a failed checksum) and were skipped; each skip is logged with its offsets.",
+            ["topic", "reason"],
+            registry=registry,
+        )
         self.consumer_lag = Gauge(
             "citation_exporter_consumer_lag_messages",
             "Messages between the consumer's position and the partition's high water mark.",
@@ -273,3 +281,6 @@ class ExporterMetrics:
 
     def invalid(self, topic: str, reason: str) -> None:
         self.invalid_events.labels(topic, reason).inc()
+
+    def unreadable(self, topic: str, reason: str, count: int) -> None:
+        self.unreadable_messages.labels(topic, reason).inc(count)

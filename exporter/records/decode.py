@@ -2,7 +2,9 @@
 
 Validation is written out by hand rather than through a schema library: it runs once per
 citation on the hottest path of a sweep, and its messages are what an engineer reads when a
-producer ships a bad record, so both speed and wording are ours to control.
+producer ships a bad record, so both speed and wording are ours to control. A message quotes at
+most a short preview of the offending value (a 10 MB field must not become a 10 MB log line),
+and the :class:`~exporter.records.limits.Limits` are enforced here, each named in its error.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from exporter.records.limits import DEFAULT_LIMITS, MAX_ID_CHARS, Limits, bounded, preview
 from exporter.records.schema import Chunk, ChunkDeletion, Citation, InvalidCitation
 
 __all__ = [
@@ -35,16 +38,23 @@ def parse_json(data: bytes | str) -> Any:
         stripped = data.rstrip()
         if len(stripped) != len(data):  # report what is wrong with the record, not its newline
             return parse_json(stripped)
-        raise RecordError(f"not valid JSON: {exc}") from None
+        raise RecordError(bounded(f"not valid JSON: {exc}")) from None
 
 
 def _type_name(value: object) -> str:
     return "null" if value is None else type(value).__name__
 
 
+def _too_long(key: str, value: str) -> RecordError:
+    return RecordError(f"'{key}' has {len(value):,} characters, more than {MAX_ID_CHARS:,}")
+
+
 def _required_str(obj: dict[str, Any], key: str) -> str:
+    """A required identifier: a non-empty string of at most MAX_ID_CHARS characters."""
     value = obj.get(key)
     if type(value) is str and value:
+        if len(value) > MAX_ID_CHARS:
+            raise _too_long(key, value)
         return value
     if value is None and key not in obj:
         raise RecordError(f"missing required field '{key}'")
@@ -52,26 +62,34 @@ def _required_str(obj: dict[str, Any], key: str) -> str:
     raise RecordError(f"'{key}' must be a non-empty string, got {got}")
 
 
-def _optional_str(obj: dict[str, Any], key: str) -> str | None:
+def _optional_str(
+    obj: dict[str, Any], key: str, max_chars: int | None = MAX_ID_CHARS
+) -> str | None:
     value = obj.get(key)
-    if value is None or type(value) is str:
+    if value is None:
+        return None
+    if type(value) is str:
+        if max_chars is not None and len(value) > max_chars:
+            raise _too_long(key, value)
         return value
     raise RecordError(f"'{key}' must be a string, got {_type_name(value)}")
 
 
-def _optional_count(obj: dict[str, Any], key: str) -> int | None:
+def _optional_count(obj: dict[str, Any], key: str, maximum: int | None = None) -> int | None:
     value = obj.get(key)
     if value is None:
         return None
     if type(value) is int and value >= 0:
+        if maximum is not None and value > maximum:
+            raise RecordError(f"'{key}' {value:,} is more than the limit of {maximum:,}")
         return value
-    raise RecordError(f"'{key}' must be a non-negative integer, got {value!r}")
+    raise RecordError(f"'{key}' must be a non-negative integer, got {preview(value)}")
 
 
 def _optional_timestamp(obj: dict[str, Any], key: str) -> str | None:
     value = _optional_str(obj, key)
     if value is not None and not _is_timestamp(value):
-        raise RecordError(f"'{key}' must be an RFC 3339 timestamp, got {value!r}")
+        raise RecordError(f"'{key}' must be an RFC 3339 timestamp, got {preview(value)}")
     return value
 
 
@@ -81,7 +99,7 @@ def _as_object(value: object, what: str) -> dict[str, Any]:
     return value
 
 
-def decode_chunk(value: object) -> Chunk | ChunkDeletion:
+def decode_chunk(value: object, limits: Limits = DEFAULT_LIMITS) -> Chunk | ChunkDeletion:
     """Decode a chunk record (or a deletion) from a parsed JSON value."""
     obj = _as_object(value, "a chunk record")
     chunk_id = _required_str(obj, "chunk_id")
@@ -92,13 +110,23 @@ def decode_chunk(value: object) -> Chunk | ChunkDeletion:
         if "text" not in obj:
             raise RecordError("missing required field 'text'")
         raise RecordError(f"'text' must be a string, got {_type_name(text)}")
+    if len(text) > limits.max_chunk_chars:
+        raise RecordError(
+            f"'text' has {len(text):,} characters, more than "
+            f"max_chunk_chars={limits.max_chunk_chars:,}"
+        )
+    doc_offset = _optional_count(obj, "doc_offset")
+    if doc_offset is not None and doc_offset > limits.max_doc_offset:
+        raise RecordError(
+            f"'doc_offset' {doc_offset:,} is more than max_doc_offset={limits.max_doc_offset:,}"
+        )
     return Chunk(
         doc_id=_required_str(obj, "doc_id"),
         doc_version=_required_str(obj, "doc_version"),
         chunk_id=chunk_id,
         text=text,
         ordinal=_optional_count(obj, "ordinal"),
-        doc_offset=_optional_count(obj, "doc_offset"),
+        doc_offset=doc_offset,
         source=_optional_str(obj, "source"),
         chunker=_optional_str(obj, "chunker"),
     )
@@ -116,7 +144,9 @@ def _span(obj: dict[str, Any]) -> tuple[int, int]:
         return span[0], span[1]
     if span is None and "chunk_span" not in obj:
         raise RecordError("missing required field 'chunk_span'")
-    raise RecordError(f"'chunk_span' must be [start, end] with 0 <= start < end, got {span!r}")
+    raise RecordError(
+        f"'chunk_span' must be [start, end] with 0 <= start < end, got {preview(span)}"
+    )
 
 
 def _quote(obj: dict[str, Any]) -> str:
@@ -127,6 +157,8 @@ def _quote(obj: dict[str, Any]) -> str:
 
 
 def _is_timestamp(value: str) -> bool:
+    if len(value) > 64:  # no RFC 3339 timestamp is this long; do not parse megabytes
+        return False
     try:
         datetime.fromisoformat(value)
     except ValueError:
@@ -148,13 +180,13 @@ def _citation(obj: dict[str, Any], answer_id: str | None, topic: str | None) -> 
     emitted_at, sentence_index = get("emitted_at"), get("sentence_index")
     if (
         type(citation_id) is str
-        and citation_id
+        and 0 < len(citation_id) <= MAX_ID_CHARS
         and type(doc_id) is str
-        and doc_id
+        and 0 < len(doc_id) <= MAX_ID_CHARS
         and type(doc_version) is str
-        and doc_version
+        and 0 < len(doc_version) <= MAX_ID_CHARS
         and type(chunk_id) is str
-        and chunk_id
+        and 0 < len(chunk_id) <= MAX_ID_CHARS
         and type(quote) is str
         and quote
         and not quote.isspace()
@@ -164,12 +196,12 @@ def _citation(obj: dict[str, Any], answer_id: str | None, topic: str | None) -> 
         and type(span[1]) is int
         and 0 <= span[0] < span[1]
         and type(own_answer_id) is str
-        and own_answer_id
+        and 0 < len(own_answer_id) <= MAX_ID_CHARS
         and (answer_id is None or own_answer_id == answer_id)
         and (prefix is None or type(prefix) is str)
         and (suffix is None or type(suffix) is str)
-        and (own_topic is None or type(own_topic) is str)
-        and (source is None or type(source) is str)
+        and (own_topic is None or (type(own_topic) is str and len(own_topic) <= MAX_ID_CHARS))
+        and (source is None or (type(source) is str and len(source) <= MAX_ID_CHARS))
         and (sentence_index is None or (type(sentence_index) is int and sentence_index >= 0))
         and (emitted_at is None or (type(emitted_at) is str and _is_timestamp(emitted_at)))
     ):
@@ -197,7 +229,9 @@ def _explained_citation(obj: dict[str, Any], answer_id: str | None, topic: str |
     if answer_id is not None:
         own = obj.get("answer_id", answer_id)
         if own != answer_id:
-            raise RecordError(f"'answer_id' {own!r} differs from its answer's {answer_id!r}")
+            raise RecordError(
+                f"'answer_id' {preview(own)} differs from its answer's {preview(answer_id)}"
+            )
     else:
         answer_id = _required_str(obj, "answer_id")
     start, end = _span(obj)
@@ -211,8 +245,8 @@ def _explained_citation(obj: dict[str, Any], answer_id: str | None, topic: str |
         start=start,
         end=end,
         quote=_quote(obj),
-        prefix=_optional_str(obj, "prefix"),
-        suffix=_optional_str(obj, "suffix"),
+        prefix=_optional_str(obj, "prefix", None),
+        suffix=_optional_str(obj, "suffix", None),
         emitted_at=_optional_timestamp(obj, "emitted_at"),
         topic=own_topic if own_topic is not None else topic,
         source=_optional_str(obj, "source"),
@@ -220,16 +254,19 @@ def _explained_citation(obj: dict[str, Any], answer_id: str | None, topic: str |
     )
 
 
+def _identifier(value: object) -> str | None:
+    """``value`` when it can be quoted back as an identifier, else None."""
+    return value if type(value) is str and len(value) <= MAX_ID_CHARS else None
+
+
 def _invalid(error: str, raw: object, answer_id: str | None, index: int | None) -> InvalidCitation:
     """Keep whatever identifies the broken citation, so its owner can find it."""
     obj = raw if type(raw) is dict else {}
-    citation_id = obj.get("citation_id")
-    doc_id = obj.get("doc_id")
     return InvalidCitation(
-        error=error,
-        citation_id=citation_id if type(citation_id) is str else None,
-        answer_id=answer_id,
-        doc_id=doc_id if type(doc_id) is str else None,
+        error=bounded(error),
+        citation_id=_identifier(obj.get("citation_id")),
+        answer_id=_identifier(answer_id),
+        doc_id=_identifier(obj.get("doc_id")),
         index=index,
     )
 
@@ -246,11 +283,14 @@ def _answer_header(obj: dict[str, Any]) -> tuple[str, str | None]:
     return answer_id, topic
 
 
-def decode_citations(value: object) -> Iterator[Citation | InvalidCitation]:
+def decode_citations(
+    value: object, limits: Limits = DEFAULT_LIMITS
+) -> Iterator[Citation | InvalidCitation]:
     """Decode a citation record or an answer event into its citations.
 
     Yields one item per citation: a :class:`Citation`, or an :class:`InvalidCitation` saying
-    why that one could not be used. A record that is not even an object yields one invalid item.
+    why that one could not be used. A record that is not even an object, and an answer with more
+    than ``max_citations_per_answer`` citations, yield exactly one invalid item.
     """
     if type(value) is not dict:
         yield InvalidCitation(f"a citation record must be a JSON object, got {_type_name(value)}")
@@ -260,23 +300,27 @@ def decode_citations(value: object) -> Iterator[Citation | InvalidCitation]:
         try:
             yield _citation(obj, None, None)
         except RecordError as exc:
-            answer_id = obj.get("answer_id")
-            yield _invalid(str(exc), obj, answer_id if type(answer_id) is str else None, None)
+            yield _invalid(str(exc), obj, _identifier(obj.get("answer_id")), None)
         return
 
     citations = obj["citations"]
+    own_id = _identifier(obj.get("answer_id"))
     if type(citations) is not list:
-        raw_id = obj.get("answer_id")
         yield InvalidCitation(
-            f"'citations' must be a list, got {_type_name(citations)}",
-            answer_id=raw_id if type(raw_id) is str else None,
+            f"'citations' must be a list, got {_type_name(citations)}", answer_id=own_id
+        )
+        return
+    if len(citations) > limits.max_citations_per_answer:
+        yield InvalidCitation(
+            f"the answer has {len(citations):,} citations, more than "
+            f"max_citations_per_answer={limits.max_citations_per_answer:,}",
+            answer_id=own_id,
+            reason="oversized",
         )
         return
     try:
         answer_id, topic = _answer_header(obj)
     except RecordError as exc:
-        raw_id = obj.get("answer_id")
-        own_id = raw_id if type(raw_id) is str else None
         for index, raw in enumerate(citations):
             yield _invalid(f"answer event: {exc}", raw, own_id, index)
         return

@@ -56,9 +56,11 @@ class Citation:
 
 @dataclass(frozen=True, slots=True)
 class InvalidCitation:
-    """A citation (or a whole input record) that could not be decoded, and why.
+    """A citation (or a whole input record) that could not be decoded or checked, and why.
 
-    It still yields a verdict: every input citation is accounted for.
+    It still yields a verdict: every input citation is accounted for. ``reason`` is a bounded
+    label value: ``invalid_json``, ``invalid_record``, ``oversized`` (a limit was exceeded) or
+    ``check_failed`` (checking it raised: a bug, reported rather than fatal).
     """
 
     error: str
@@ -66,3 +68,4 @@ class InvalidCitation:
     answer_id: str | None = None
     doc_id: str | None = None
     index: int | None = None
+    reason: str = "invalid_record"

@@ -4,10 +4,16 @@ Offsets are committed only after every verdict and dead letter of a batch was ac
 the broker, per partition, and again for revoked partitions on a rebalance. A batch whose
 outputs could not be delivered is not committed: its partitions are rewound to the batch start
 so it is checked again (counters may count those citations twice; nothing is lost).
+
+Checking is CPU work on the event loop that also runs the group's heartbeats, so it yields to
+the loop every :data:`YIELD_SECONDS`, and a batch stops after :data:`BATCH_SECONDS`: the
+messages it did not reach are fetched again by the next poll, and the consumer never goes
+longer than that between polls, whatever the messages cost.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import time
@@ -18,14 +24,19 @@ from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 
 from exporter.outputs.metrics import ExporterMetrics
 from exporter.service.clients import report_lag
+from exporter.service.fetching import Fetcher
 from exporter.service.pipeline import Pipeline
 from exporter.service.publish import Publisher
 
-__all__ = ["AnswerChecker"]
+__all__ = ["BATCH_SECONDS", "YIELD_SECONDS", "AnswerChecker"]
 
 log = logging.getLogger(__name__)
 
 _MAX_RECORDS = 1000
+# Longest stretch of checking without letting heartbeats, fetches and scrapes run.
+YIELD_SECONDS = 0.05
+# Longest time one poll spends checking before it commits and polls again.
+BATCH_SECONDS = 5.0
 
 
 class _CommitOnRevoke(ConsumerRebalanceListener):  # type: ignore[misc]
@@ -57,6 +68,7 @@ class AnswerChecker:
         self._pipeline = pipeline
         self._metrics = metrics
         self._publisher = publisher
+        self._fetcher = Fetcher(consumer, metrics)
         self._uncommitted: dict[TopicPartition, int] = {}
         self._lag_reported: set[TopicPartition] = set()
 
@@ -64,16 +76,19 @@ class AnswerChecker:
         self._consumer.subscribe([self._topic], listener=_CommitOnRevoke(self))
 
     async def poll(self, timeout_ms: int = 500) -> int:
-        """Check one batch end to end; returns the number of messages it held."""
-        batches = await self._consumer.getmany(timeout_ms=timeout_ms, max_records=_MAX_RECORDS)
+        """Check one batch end to end; returns the number of messages it checked."""
+        batches = await self._fetcher.getmany(timeout_ms=timeout_ms, max_records=_MAX_RECORDS)
         if not batches:
             self._lag_reported |= await report_lag(self._consumer, self._metrics)
             return 0
         sent: list[Any] = []
-        count = 0
+        reached: dict[TopicPartition, int] = {}
+        started = last_yield = time.monotonic()
         try:
-            for records in batches.values():
+            for tp, records in batches.items():
                 for record in records:
+                    if time.monotonic() - started > BATCH_SECONDS:
+                        break
                     checked = self._pipeline.answer(record)
                     for verdict in checked.publish:
                         sent.append(
@@ -81,19 +96,32 @@ class AnswerChecker:
                         )
                     for letter in checked.dead_letters:
                         sent.append(await self._publisher.dead_letter(letter))
-                count += len(records)
+                    reached[tp] = record.offset + 1
+                    if time.monotonic() - last_yield > YIELD_SECONDS:
+                        await asyncio.sleep(0)
+                        last_yield = time.monotonic()
             await self._publisher.delivered(sent)
         except KafkaError:
-            for tp, records in batches.items():
-                if tp in self._consumer.assignment():
-                    self._consumer.seek(tp, records[0].offset)
+            self._rewind(batches, {})
             raise
+        self._rewind(batches, reached)
         self._metrics.last_event.labels(self._topic).set(time.time())
-        for tp, records in batches.items():
-            self._uncommitted[tp] = records[-1].offset + 1
+        self._uncommitted.update(reached)
         await self.commit()
         self._lag_reported |= await report_lag(self._consumer, self._metrics)
-        return count
+        return sum(
+            offset - records[0].offset
+            for tp, records in batches.items()
+            if (offset := reached.get(tp)) is not None
+        )
+
+    def _rewind(self, batches: dict[TopicPartition, list[Any]], reached: dict[Any, int]) -> None:
+        """Seek each partition back to its first record this batch did not finish."""
+        assigned = self._consumer.assignment()
+        for tp, records in batches.items():
+            position = reached.get(tp, records[0].offset)
+            if position <= records[-1].offset and tp in assigned:
+                self._consumer.seek(tp, position)
 
     def forget_lag(self, keep: set[TopicPartition]) -> None:
         """Drop the lag series of partitions another member now owns (it reports them)."""

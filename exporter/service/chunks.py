@@ -15,7 +15,9 @@ import time
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from exporter.outputs.metrics import ExporterMetrics
+from exporter.service.answers import YIELD_SECONDS
 from exporter.service.clients import report_lag
+from exporter.service.fetching import Fetcher
 from exporter.service.messages import DeadLetter
 from exporter.service.pipeline import Pipeline
 
@@ -38,6 +40,7 @@ class ChunkFollower:
         self._topic = topic
         self._pipeline = pipeline
         self._metrics = metrics
+        self._fetcher = Fetcher(consumer, metrics)
         self._targets: dict[TopicPartition, int] = {}
         self.ready = asyncio.Event()
 
@@ -68,19 +71,21 @@ class ChunkFollower:
 
     async def poll(self, timeout_ms: int = 500) -> list[DeadLetter]:
         """Fetch and apply one batch; returns the records that could not be used."""
-        batches = await self._consumer.getmany(timeout_ms=timeout_ms, max_records=5000)
+        batches = await self._fetcher.getmany(timeout_ms=timeout_ms, max_records=5000)
         count = 0
         dead: list[DeadLetter] = []
+        last_yield = time.monotonic()
         for records in batches.values():
             for record in records:
                 letter = self._pipeline.chunk(record)
                 if letter is not None:
                     dead.append(letter)
+                if time.monotonic() - last_yield > YIELD_SECONDS:
+                    await asyncio.sleep(0)  # large records: let checks and heartbeats run
+                    last_yield = time.monotonic()
             count += len(records)
         if count:
             self._metrics.last_event.labels(self._topic).set(time.time())
-            self._metrics.store_chunks.set(self._pipeline.store.chunk_count)
-            self._metrics.store_documents.set(self._pipeline.store.document_count)
         await self._check_caught_up()
         await report_lag(self._consumer, self._metrics)
         return dead

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import ssl
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import IllegalStateError
 
 from exporter.outputs.metrics import ExporterMetrics
-from exporter.settings import Settings
+from exporter.settings import Settings, tls_context
 
 __all__ = ["connection_options", "make_consumer", "make_producer", "report_lag"]
 
@@ -21,15 +20,7 @@ def connection_options(settings: Settings) -> dict[str, Any]:
         "security_protocol": settings.security_protocol,
     }
     if settings.security_protocol in ("SSL", "SASL_SSL"):
-        context = ssl.create_default_context(
-            cafile=str(settings.ssl_cafile) if settings.ssl_cafile else None
-        )
-        if settings.ssl_certfile:
-            context.load_cert_chain(
-                str(settings.ssl_certfile),
-                str(settings.ssl_keyfile) if settings.ssl_keyfile else None,
-            )
-        options["ssl_context"] = context
+        options["ssl_context"] = tls_context(settings)
     if settings.security_protocol.startswith("SASL"):
         options["sasl_mechanism"] = settings.sasl_mechanism or "PLAIN"
         options["sasl_plain_username"] = settings.sasl_username

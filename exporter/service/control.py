@@ -15,11 +15,16 @@ from aiokafka.errors import KafkaError
 
 from exporter.outputs.metrics import ExporterMetrics
 from exporter.records.decode import RecordError, parse_json
+from exporter.records.limits import MAX_ID_CHARS, bounded, preview
+from exporter.service.fetching import Fetcher
 from exporter.service.messages import DeadLetter, Origin
 from exporter.service.publish import Publisher
 from exporter.service.sweeps import SweepRunner
 
 __all__ = ["ControlListener", "sweep_reason"]
+
+# A sweep request is a few dozen bytes; nothing larger is parsed.
+_MAX_CONTROL_BYTES = 65536
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +33,8 @@ def sweep_reason(value: bytes | None) -> str:
     """The reason of a sweep request; raises RecordError for anything else."""
     if value is None:
         raise RecordError("control message has no value")
+    if len(value) > _MAX_CONTROL_BYTES:
+        raise RecordError(f"control message of {len(value):,} bytes; requests are small")
     request: Any = parse_json(value)
     if type(request) is not dict or request.get("type") != "sweep":
         raise RecordError('a control message must be {"type": "sweep", "reason": "..."}')
@@ -51,28 +58,35 @@ class ControlListener:
         self._sweeps = sweeps
         self._metrics = metrics
         self._publisher = publisher
+        self._fetcher = Fetcher(consumer, metrics)
 
     def subscribe(self) -> None:
         self._consumer.subscribe([self._topic])
 
+    def _handle(self, record: Any) -> DeadLetter | None:
+        """Act on one control message; what cannot be acted on is returned as a dead letter."""
+        origin = Origin(record.topic, record.partition, record.offset)
+        try:
+            reason = sweep_reason(record.value)
+        except RecordError as exc:
+            return DeadLetter(origin, record.value, record.key, "invalid_record", str(exc))
+        except Exception as exc:  # nothing one message holds may stop the listener
+            error = bounded(f"handling failed: {type(exc).__name__}: {preview(str(exc))}")
+            return DeadLetter(origin, record.value, record.key, "check_failed", error)
+        log.info("sweep requested on %s: %s", self._topic, preview(reason))
+        self._sweeps.request(reason[:MAX_ID_CHARS])
+        return None
+
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
-            batches = await self._consumer.getmany(timeout_ms=500, max_records=100)
+            batches = await self._fetcher.getmany(timeout_ms=500, max_records=100)
             for records in batches.values():
                 for record in records:
                     self._metrics.events.labels(self._topic).inc()
-                    try:
-                        reason = sweep_reason(record.value)
-                    except RecordError as exc:
-                        self._metrics.invalid(self._topic, "invalid_record")
-                        origin = Origin(record.topic, record.partition, record.offset)
-                        letter = DeadLetter(
-                            origin, record.value, record.key, "invalid_record", str(exc)
-                        )
+                    letter = self._handle(record)
+                    if letter is not None:
+                        self._metrics.invalid(self._topic, letter.reason)
                         await self._publisher.delivered([await self._publisher.dead_letter(letter)])
-                        continue
-                    log.info("sweep requested on %s: %s", self._topic, reason)
-                    self._sweeps.request(reason)
             if batches:
                 try:
                     await self._consumer.commit()

@@ -1,7 +1,10 @@
 """``/metrics``, ``/healthz`` and ``/readyz`` over HTTP, served from a background thread.
 
 It keeps answering while Kafka is down: a scrape that fails says nothing, a scrape that shows
-``citation_exporter_ready 0`` and a growing lag says what is wrong.
+``citation_exporter_ready 0`` and a growing lag says what is wrong. ``/healthz`` is liveness:
+it answers 200 while the process runs (restarting does not fix a wrong password or a broker
+outage, it only loses the chunk store), with the current problem, if any, in its body.
+``/readyz`` answers 503 with the same sentence until the chunk store has caught up.
 """
 
 from __future__ import annotations
@@ -19,9 +22,14 @@ class MetricsServer:
     """An HTTP server for one registry; ``is_ready`` decides ``/readyz``."""
 
     def __init__(
-        self, registry: CollectorRegistry, is_ready: Callable[[], bool], host: str, port: int
+        self,
+        registry: CollectorRegistry,
+        is_ready: Callable[[], bool],
+        host: str,
+        port: int,
+        problem: Callable[[], str | None] = lambda: None,
     ) -> None:
-        registry_, ready_ = registry, is_ready
+        registry_, ready_, problem_ = registry, is_ready, problem
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
@@ -29,12 +37,16 @@ class MetricsServer:
                 if path == "/metrics":
                     self._reply(200, generate_latest(registry_), CONTENT_TYPE_LATEST)
                 elif path == "/healthz":
-                    self._reply(200, b"ok\n")
+                    trouble = problem_()
+                    self._reply(
+                        200, b"ok\n" if trouble is None else f"ok, but {trouble}\n".encode()
+                    )
                 elif path == "/readyz":
                     if ready_():
                         self._reply(200, b"ready\n")
                     else:
-                        self._reply(503, b"catching up with the chunk store\n")
+                        why = problem_() or "catching up with the chunk store"
+                        self._reply(503, f"not ready: {why}\n".encode())
                 elif path == "/":
                     self._reply(200, b'<a href="/metrics">metrics</a>\n', "text/html")
                 else:
@@ -65,5 +77,7 @@ class MetricsServer:
         self._thread.start()
 
     def stop(self) -> None:
-        self._server.shutdown()
+        """Stop serving and release the port (also when never started)."""
+        if self._thread.is_alive():
+            self._server.shutdown()
         self._server.server_close()

@@ -2,24 +2,30 @@
 
 Replays a JSONL file of chunk records and answer events (mixed, in the order they happened)
 through the same pipeline as the Kafka loops, for calibrating thresholds on archived traffic.
-A line is a chunk record when it has ``text`` or ``deleted``, else an answer event or citation.
+A line is a chunk record when it has ``text`` or ``"deleted": true`` and none of the fields
+that make a citation or an answer event (``quote``, ``chunk_span``, ``citations``): a citation
+carrying extra fields must never be applied to the store as a chunk.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from exporter.checks.engine import invalid_verdict
 from exporter.outputs.report import SweepSummary
-from exporter.records.jsonl import open_input, read_lines
+from exporter.records.jsonl import InputError, Oversized, open_input, read_lines
 from exporter.records.schema import InvalidCitation
 from exporter.service.messages import DeadLetter
 from exporter.service.pipeline import Checked, LocalRecord, Pipeline
 
-__all__ = ["chunk_key", "records_of", "replay"]
+__all__ = ["SkippedLine", "chunk_key", "records_of", "replay"]
+
+
+_CITATION_FIELDS = ("quote", "chunk_span", "citations")
 
 
 def chunk_key(line: bytes) -> bytes | None:
@@ -28,24 +34,46 @@ def chunk_key(line: bytes) -> bytes | None:
         value: Any = orjson.loads(line)
     except orjson.JSONDecodeError:
         return None
-    if type(value) is dict and ("text" in value or value.get("deleted") is True):
-        return str(value.get("chunk_id")).encode()
+    if type(value) is not dict or any(field in value for field in _CITATION_FIELDS):
+        return None
+    if "text" in value or value.get("deleted") is True:
+        chunk_id = value.get("chunk_id")
+        return chunk_id.encode() if type(chunk_id) is str else b""
     return None
 
 
-def records_of(path: str, chunks_topic: str, answers_topic: str) -> Iterator[LocalRecord]:
-    """Every line of ``path`` as a record of the topic it would have come from."""
+@dataclass(frozen=True, slots=True)
+class SkippedLine:
+    """A line above ``max_message_bytes``: not read, so not even its topic is known."""
+
+    number: int
+    size: int
+
+
+def records_of(
+    path: str, chunks_topic: str, answers_topic: str, max_bytes: int
+) -> Iterator[LocalRecord | SkippedLine]:
+    """Every line of ``path`` as a record of the topic it would have come from.
+
+    A line above ``max_bytes`` is not read: it is yielded as a :class:`SkippedLine`.
+    """
     with open_input(path) as source:
-        for number, line in read_lines(source.stream):
-            key = chunk_key(line)
-            if key is not None:
-                yield LocalRecord(chunks_topic, 0, number, key, line)
-            else:
-                yield LocalRecord(answers_topic, 0, number, None, line)
+        try:
+            for number, line in read_lines(source.stream, max_bytes):
+                if isinstance(line, Oversized):
+                    yield SkippedLine(number, line.size)
+                    continue
+                key = chunk_key(line)
+                if key is not None:
+                    yield LocalRecord(chunks_topic, 0, number, key, line)
+                else:
+                    yield LocalRecord(answers_topic, 0, number, None, line)
+        except InputError as exc:
+            raise InputError(f"{path}: {exc}") from None
 
 
 def replay(
-    records: Iterator[LocalRecord],
+    records: Iterator[LocalRecord | SkippedLine],
     pipeline: Pipeline,
     chunks_topic: str,
     on_checked: Callable[[Checked], None],
@@ -54,6 +82,11 @@ def replay(
     """Feed records through the pipeline; returns a summary of the answers' verdicts."""
     summary = SweepSummary()
     for record in records:
+        if isinstance(record, SkippedLine):
+            error = f"line of {record.size:,} bytes is longer than max_message_bytes; not read"
+            summary.add(invalid_verdict(InvalidCitation(error, reason="oversized")))
+            summary.note_error(f"line {record.number}: {error}")
+            continue
         if record.topic == chunks_topic:
             letter = pipeline.chunk(record)
             if letter is not None:
@@ -65,7 +98,8 @@ def replay(
         for verdict in checked.verdicts:
             summary.add(verdict)
         for letter in checked.dead_letters:
-            summary.add(invalid_verdict(InvalidCitation(letter.error, index=letter.index)))
+            for item in letter.invalid_citations():
+                summary.add(invalid_verdict(item))
             summary.note_error(f"line {record.offset}: {letter.error}")
             on_dead_letter(letter)
         on_checked(checked)

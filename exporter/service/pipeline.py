@@ -3,6 +3,10 @@
 Chunk messages update the store; answer messages are checked, counted and turned into the
 verdicts to publish and the dead letters to write. The Kafka loops, ``run --source`` and
 ``demo`` all go through these two methods, so they count and judge alike.
+
+Neither method raises for anything a message holds: whatever goes wrong while handling one
+message (a bad record, a limit exceeded, a bug in a check) becomes that message's dead letter,
+with a bounded reason, so the caller can commit past it and go on.
 """
 
 from __future__ import annotations
@@ -15,8 +19,9 @@ from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status, Verdict
 from exporter.outputs.metrics import ExporterMetrics
 from exporter.records.decode import RecordError, decode_chunk, parse_json
+from exporter.records.limits import bounded, preview
 from exporter.records.schema import Chunk, ChunkDeletion
-from exporter.service.messages import DeadLetter, Origin, check_message
+from exporter.service.messages import CheckedMessage, DeadLetter, Origin, check_message
 from exporter.service.reindex import ReindexWatch
 
 __all__ = ["Checked", "LocalRecord", "Pipeline", "Record"]
@@ -58,6 +63,10 @@ class Checked:
     dead_letters: list[DeadLetter] = field(default_factory=list)
 
 
+def _failure(exc: Exception) -> str:
+    return bounded(f"handling failed: {type(exc).__name__}: {preview(str(exc))}")
+
+
 class Pipeline:
     """The store, the policy and the metrics, applied to one message at a time."""
 
@@ -67,14 +76,12 @@ class Pipeline:
         policy: Policy,
         metrics: ExporterMetrics,
         *,
-        max_bytes: int,
         publish_all: bool = False,
         watch: ReindexWatch | None = None,
     ) -> None:
         self.store = store
         self._policy = policy
         self._metrics = metrics
-        self._max_bytes = max_bytes
         self._publish_all = publish_all
         self._watch = watch
 
@@ -87,16 +94,32 @@ class Pipeline:
         self._metrics.events.labels(record.topic).inc()
         if self._watch is not None:
             self._watch.touched()
+        try:
+            letter = self._apply_chunk(record)
+        except Exception as exc:  # nothing one record holds may stop the store's loading
+            origin = Origin(record.topic, record.partition, record.offset)
+            letter = DeadLetter(origin, record.value, record.key, "check_failed", _failure(exc))
+        if letter is not None:
+            self._metrics.invalid(record.topic, letter.reason)
+        return letter
+
+    def _apply_chunk(self, record: Record) -> DeadLetter | None:
         if record.value is None:
             if record.key:
                 self.store.apply(ChunkDeletion(record.key.decode("utf-8", "replace")))
             return None
+        origin = Origin(record.topic, record.partition, record.offset)
+        limit = self._policy.limits.max_message_bytes
+        if len(record.value) > limit:
+            error = (
+                f"message of {len(record.value):,} bytes exceeds max_message_bytes={limit:,} "
+                "(value truncated in the dead letter)"
+            )
+            return DeadLetter(origin, record.value[:limit], record.key, "oversized", error)
         try:
-            chunk = decode_chunk(parse_json(record.value))
+            chunk = decode_chunk(parse_json(record.value), self._policy.limits)
         except RecordError as exc:
-            origin = Origin(record.topic, record.partition, record.offset)
             reason = "invalid_json" if str(exc).startswith("not valid JSON") else "invalid_record"
-            self._metrics.invalid(record.topic, reason)
             return DeadLetter(origin, record.value, record.key, reason, str(exc))
         self.store.apply(chunk)
         if isinstance(chunk, Chunk) and chunk.chunker and self._watch is not None:
@@ -110,14 +133,13 @@ class Pipeline:
         that were dead-lettered when first consumed, so it reports them in its verdicts only.
         """
         origin = Origin(record.topic, record.partition, record.offset)
-        checked = check_message(
-            record.value,
-            record.key,
-            origin,
-            store=self.store,
-            policy=self._policy,
-            max_bytes=self._max_bytes,
-        )
+        try:
+            checked = check_message(
+                record.value, record.key, origin, store=self.store, policy=self._policy
+            )
+        except Exception as exc:  # nothing one message holds may stop the checks
+            letter = DeadLetter(origin, record.value, record.key, "check_failed", _failure(exc))
+            checked = CheckedMessage([], [letter], [])
         result = Checked(origin, checked.verdicts)
         inline = mode == "inline"
         for verdict, seconds in zip(checked.verdicts, checked.seconds, strict=True):

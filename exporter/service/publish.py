@@ -1,17 +1,55 @@
-"""Verdicts and dead letters onto their topics; delivery is awaited before offsets commit."""
+"""Verdicts and dead letters onto their topics; delivery is awaited before offsets commit.
+
+A dead letter must never be the thing that stalls the exporter: its value is the offending
+message, which may be as large as the broker allows on the source topic but not on the
+dead-letter topic. Values above :data:`MAX_DEAD_LETTER_VALUE` are cut to their head (header
+``value_truncated`` gives the original size; the whole message stays on its source topic at the
+offset the headers name), and a dead letter the broker still refuses as too large is sent again
+with only the first kilobyte.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Awaitable
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
+from aiokafka.errors import MessageSizeTooLargeError, RecordTooLargeError
 
 from exporter.checks.verdict import Verdict
 from exporter.outputs.verdicts import verdict_json
 from exporter.service.messages import DeadLetter, Origin
 
-__all__ = ["Publisher"]
+__all__ = ["MAX_DEAD_LETTER_VALUE", "Publisher"]
+
+log = logging.getLogger(__name__)
+
+# Well under the broker's default message.max.bytes (1 MB), headers included.
+MAX_DEAD_LETTER_VALUE = 512 * 1024
+_LAST_RESORT_VALUE = 1024
+# Keys are identifiers; a longer one is cut (it is still in the source message).
+_MAX_KEY = 4096
+# Citation indexes listed in a header (all of them are counted in invalid_citations).
+_MAX_INDEXES_LISTED = 100
+_TOO_LARGE = (MessageSizeTooLargeError, RecordTooLargeError)
+
+
+def _headers(letter: DeadLetter) -> list[tuple[str, bytes]]:
+    headers = [
+        ("source_topic", letter.origin.topic.encode()),
+        ("source_partition", str(letter.origin.partition).encode()),
+        ("source_offset", str(letter.origin.offset).encode()),
+        ("reason", letter.reason.encode()),
+        ("error", letter.error.encode()[:1024]),
+    ]
+    if letter.citations:
+        headers.append(("invalid_citations", str(len(letter.citations)).encode()))
+        indexes = letter.indexes[:_MAX_INDEXES_LISTED]
+        if indexes:
+            headers.append(("citation_indexes", ",".join(map(str, indexes)).encode()))
+    return headers
 
 
 class Publisher:
@@ -34,22 +72,39 @@ class Publisher:
         sent: asyncio.Future[Any] = await self._producer.send(self._verdicts_topic, value, key=key)
         return sent
 
-    async def dead_letter(self, letter: DeadLetter) -> asyncio.Future[Any]:
-        headers = [
-            ("source_topic", letter.origin.topic.encode()),
-            ("source_partition", str(letter.origin.partition).encode()),
-            ("source_offset", str(letter.origin.offset).encode()),
-            ("reason", letter.reason.encode()),
-            ("error", letter.error.encode()[:4096]),
-        ]
-        if letter.index is not None:
-            headers.append(("citation_index", str(letter.index).encode()))
-        sent: asyncio.Future[Any] = await self._producer.send(
-            self._dlq_topic, letter.value, key=letter.key, headers=headers
-        )
-        return sent
+    async def dead_letter(self, letter: DeadLetter) -> Awaitable[Any]:
+        headers = _headers(letter)
+        value = letter.value
+        if value is not None and len(value) > MAX_DEAD_LETTER_VALUE:
+            headers.append(("value_truncated", str(len(value)).encode()))
+            value = value[:MAX_DEAD_LETTER_VALUE]
+        key = letter.key[:_MAX_KEY] if letter.key is not None else None
+        sent = await self._producer.send(self._dlq_topic, value, key=key, headers=headers)
+        return asyncio.ensure_future(self._confirmed(sent, letter, headers))
+
+    async def _confirmed(
+        self, sent: asyncio.Future[Any], letter: DeadLetter, headers: list[tuple[str, bytes]]
+    ) -> Any:
+        """Await the broker; a value it refuses as too large goes again, cut to its head."""
+        try:
+            return await sent
+        except _TOO_LARGE as exc:
+            log.warning(
+                "dead letter of %s/%d@%d refused as too large (%s); sending its first %d bytes",
+                letter.origin.topic,
+                letter.origin.partition,
+                letter.origin.offset,
+                exc,
+                _LAST_RESORT_VALUE,
+            )
+            value = (letter.value or b"")[:_LAST_RESORT_VALUE]
+            if not any(name == "value_truncated" for name, _ in headers):
+                headers = [*headers, ("value_truncated", str(len(letter.value or b"")).encode())]
+            key = (letter.key or b"")[:_LAST_RESORT_VALUE]
+            again = await self._producer.send(self._dlq_topic, value, key=key, headers=headers)
+            return await again
 
     @staticmethod
-    async def delivered(sent: list[asyncio.Future[Any]]) -> None:
+    async def delivered(sent: list[Awaitable[Any]]) -> None:
         if sent:
             await asyncio.gather(*sent)

@@ -2,8 +2,10 @@
 
 Start-up order matters: ``/metrics`` first (so a broken broker is visible), then the chunk store
 is loaded from the beginning of the chunk topic, and only then does the answer consumer join
-its group. A broker outage never ends the process: every Kafka error is logged and retried with
-backoff while ``/metrics`` keeps answering. SIGTERM/SIGINT stop fetching, finish and commit the
+its group. A broker outage never ends the process: every Kafka error is retried with backoff
+while ``/metrics`` keeps answering, and its cause (a wrong password, an untrusted CA, a missing
+client certificate, nothing listening) is found out, logged in one line when it changes, and
+served by ``/healthz`` and ``/readyz``. SIGTERM/SIGINT stop fetching, finish and commit the
 batch in hand, flush the producer and return.
 """
 
@@ -23,10 +25,12 @@ from exporter import __version__
 from exporter.checks.engine import Policy
 from exporter.checks.store import ChunkStore
 from exporter.outputs.metrics import ExporterMetrics, SourceLabels
+from exporter.records.limits import preview
 from exporter.service.answers import AnswerChecker
 from exporter.service.chunks import ChunkFollower
 from exporter.service.clients import make_consumer, make_producer
 from exporter.service.control import ControlListener
+from exporter.service.diagnose import diagnose
 from exporter.service.http import MetricsServer
 from exporter.service.messages import DeadLetter
 from exporter.service.pipeline import Pipeline
@@ -40,6 +44,8 @@ __all__ = ["Exporter"]
 log = logging.getLogger(__name__)
 
 _MAX_BACKOFF_SECONDS = 30.0
+# The same problem is logged again after this long (a reminder during a long outage).
+_PROBLEM_REMINDER_SECONDS = 300.0
 
 
 class Exporter:
@@ -55,25 +61,45 @@ class Exporter:
             [settings.chunks_topic, settings.answers_topic, settings.control_topic]
         )
         self.store = ChunkStore()
-        self.policy = Policy(settings.threshold, settings.high_severity_topics)
+        # read at scrape time, from whichever store is live (a reconnect starts a fresh one)
+        self.metrics.store_chunks.set_function(lambda: self.store.chunk_count)
+        self.metrics.store_documents.set_function(lambda: self.store.document_count)
+        self.policy = Policy(settings.threshold, settings.high_severity_topics, settings.limits)
         self.http = MetricsServer(
-            self.registry, self.is_ready, settings.metrics_host, settings.metrics_port
+            self.registry,
+            self.is_ready,
+            settings.metrics_host,
+            settings.metrics_port,
+            problem=lambda: self.problem,
         )
         self._ready = False
+        self.problem: str | None = "starting: connecting to Kafka"
+        self._logged_problem: tuple[str, float] | None = None
 
     def is_ready(self) -> bool:
         return self._ready
+
+    def _report(self, problem: str) -> None:
+        """Serve ``problem`` on /healthz and /readyz; log it when new (or as a reminder)."""
+        self.problem = problem
+        now = time.monotonic()
+        if self._logged_problem is not None:
+            last, at = self._logged_problem
+            if last == problem and now - at < _PROBLEM_REMINDER_SECONDS:
+                return
+        self._logged_problem = (problem, now)
+        log.error("%s; retrying with backoff until it is fixed", problem)
 
     def offline_pipeline(self) -> Pipeline:
         """The pipeline over a fresh store, ready at once: for replays and the demo."""
         self.store = ChunkStore()
         self._ready = True
+        self.problem = None
         self.metrics.ready.set(1)
         return Pipeline(
             self.store,
             self.policy,
             self.metrics,
-            max_bytes=self.settings.max_message_bytes,
             publish_all=self.settings.publish_all_verdicts,
         )
 
@@ -100,7 +126,19 @@ class Exporter:
                 await body(stop)
                 return
             except (KafkaError, OSError, LookupError) as exc:
-                await backoff.wait(stop, f"Kafka unavailable ({exc})")
+                self._report(await self._explain(exc))
+                await backoff.wait(stop, None)
+
+    async def _explain(self, exc: BaseException) -> str:
+        """What went wrong, found out by connecting again when the broker is the question."""
+        if isinstance(exc, LookupError):
+            return str(exc)
+        try:
+            cause = await diagnose(self.settings)
+        except Exception as probe_error:  # the probe must never be the next problem
+            log.debug("diagnosis failed: %r", probe_error)
+            cause = None
+        return cause or f"Kafka unavailable: {type(exc).__name__}: {preview(str(exc))}"
 
     async def _serve(self, stop: asyncio.Event) -> None:
         settings = self.settings
@@ -111,7 +149,14 @@ class Exporter:
         chunk_consumer = make_consumer(settings)
         answer_consumer = make_consumer(settings, group_id=settings.group_id)
         control_consumer = make_consumer(settings, group_id=f"{settings.group_id}.control")
-        started: list[AIOKafkaProducer | AIOKafkaConsumer] = []
+        # every client is stopped at the end, started or not: one that failed to start
+        # still holds a connection pool, and warns "Unclosed" when collected
+        clients: list[AIOKafkaProducer | AIOKafkaConsumer] = [
+            producer,
+            chunk_consumer,
+            answer_consumer,
+            control_consumer,
+        ]
         background: list[asyncio.Task[None]] = []
         publisher = Publisher(producer, settings.verdicts_topic, settings.dlq_topic)
         watch = ReindexWatch(
@@ -122,7 +167,6 @@ class Exporter:
             self.store,
             self.policy,
             self.metrics,
-            max_bytes=settings.max_message_bytes,
             publish_all=settings.publish_all_verdicts,
             watch=watch,
         )
@@ -137,7 +181,7 @@ class Exporter:
         try:
             for client in (producer, chunk_consumer):
                 await client.start()
-                started.append(client)
+            self.problem, self._logged_problem = None, None
             follower = ChunkFollower(chunk_consumer, settings.chunks_topic, pipeline, self.metrics)
             # the producer's metadata lookup is aiokafka's public way to list a topic's
             # partitions; a missing topic raises after its request timeout, and is retried
@@ -153,7 +197,6 @@ class Exporter:
             watch.arm()
             for client in (answer_consumer, control_consumer):
                 await client.start()
-                started.append(client)
             control = ControlListener(
                 control_consumer, settings.control_topic, sweeps, self.metrics, publisher
             )
@@ -180,7 +223,7 @@ class Exporter:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-            for client in reversed(started):
+            for client in reversed(clients):
                 with contextlib.suppress(KafkaError, OSError):
                     await client.stop()
 
@@ -250,8 +293,10 @@ class _Backoff:
     def reset(self) -> None:
         self._seconds = 0.5
 
-    async def wait(self, stop: asyncio.Event, why: str) -> None:
-        log.error("%s; retrying in %.1f s", why, self._seconds)
+    async def wait(self, stop: asyncio.Event, why: str | None) -> None:
+        """Wait before the next attempt; ``why`` is logged (None: the caller logged it)."""
+        if why is not None:
+            log.error("%s; retrying in %.1f s", why, self._seconds)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), self._seconds)
         self._seconds = min(_MAX_BACKOFF_SECONDS, self._seconds * 2)

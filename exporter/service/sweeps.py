@@ -27,7 +27,8 @@ from exporter.checks.engine import invalid_verdict
 from exporter.checks.verdict import Status
 from exporter.outputs.metrics import ExporterMetrics
 from exporter.outputs.report import SweepSummary
-from exporter.records.schema import InvalidCitation
+from exporter.service.answers import YIELD_SECONDS
+from exporter.service.fetching import Fetcher
 from exporter.service.pipeline import Pipeline
 from exporter.service.publish import Publisher
 
@@ -97,9 +98,10 @@ class SweepRunner:
         self._metrics.sweep_in_progress.set(1)
         self._metrics.sweep_progress.set(0)
         consumer = self._make_consumer()
-        await consumer.start()
+        fetcher = Fetcher(consumer, self._metrics)
         summary = SweepSummary()
         try:
+            await consumer.start()
             partitions = await self._partitions()
             assigned = [TopicPartition(self._topic, p) for p in sorted(partitions)]
             consumer.assign(assigned)
@@ -109,8 +111,9 @@ class SweepRunner:
             work = sum(targets[tp] - beginnings[tp] for tp in assigned) or 1
             done: dict[TopicPartition, int] = {tp: beginnings[tp] for tp in assigned}
             remaining = {tp for tp in assigned if targets[tp] > beginnings[tp]}
+            last_yield = time.monotonic()
             while remaining:
-                batches = await consumer.getmany(*remaining, timeout_ms=500, max_records=2000)
+                batches = await fetcher.getmany(*remaining, timeout_ms=500, max_records=2000)
                 sent: list[Any] = []
                 for tp, records in batches.items():
                     for record in records:
@@ -118,6 +121,9 @@ class SweepRunner:
                             break
                         await self._check(record, summary, sent)
                         done[tp] = record.offset + 1
+                        if time.monotonic() - last_yield > YIELD_SECONDS:
+                            await asyncio.sleep(0)  # inline checks and heartbeats go on
+                            last_yield = time.monotonic()
                     if done[tp] >= targets[tp]:
                         remaining.discard(tp)
                 await self._publisher.delivered(sent)
@@ -150,4 +156,5 @@ class SweepRunner:
         for verdict in checked.publish:
             sent.append(await self._publisher.verdict(verdict, checked.origin, "sweep"))
         for letter in checked.dead_letters:
-            summary.add(invalid_verdict(InvalidCitation(letter.error, index=letter.index)))
+            for item in letter.invalid_citations():
+                summary.add(invalid_verdict(item))

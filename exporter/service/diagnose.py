@@ -1,0 +1,138 @@
+"""Why Kafka cannot be reached, in one sentence an operator can act on.
+
+When a client cannot start, aiokafka raises "Unable to bootstrap from [...]" whatever the cause,
+and logs the cause on a separate line, if at all. A wrong password, an untrusted CA, a missing
+client certificate and a TLS client talking to a plaintext port then all look alike, and all look
+like an outage that a retry will fix. So on a failure we connect to each bootstrap server once
+more, as the clients do (TLS, then SASL), with aiokafka's own connection, and turn the first
+error into a sentence that names the setting to look at. Secrets never appear in it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import ssl
+from typing import Any
+
+from aiokafka.conn import create_conn
+from aiokafka.errors import (
+    KafkaConnectionError,
+    SaslAuthenticationFailed,
+    UnsupportedSaslMechanismError,
+)
+from aiokafka.protocol.metadata import MetadataRequest
+
+from exporter.records.limits import preview
+from exporter.service.clients import connection_options
+from exporter.settings import Settings
+
+__all__ = ["bootstrap_hosts", "diagnose", "explain"]
+
+
+def bootstrap_hosts(servers: str) -> list[tuple[str, int]]:
+    """``host:port,host:port`` as pairs (the port defaults to 9092, as in Kafka)."""
+    hosts = []
+    for listed in servers.split(","):
+        server = listed.strip()
+        if not server:
+            continue
+        host, _, port = server.rpartition(":") if ":" in server else (server, "", "9092")
+        hosts.append((host.strip("[]") or "localhost", int(port) if port.isdigit() else 9092))
+    return hosts
+
+
+def _tls_alert(exc: BaseException) -> ssl.SSLError | None:
+    """The TLS error behind ``exc``, which aiokafka wraps in a connection error."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ssl.SSLError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def explain(exc: BaseException, host: str, port: int, settings: Settings) -> str:
+    """One sentence on why connecting to ``host:port`` failed, naming the setting to check."""
+    where = f"Kafka at {host}:{port}"
+    protocol = settings.security_protocol
+    if isinstance(exc, SaslAuthenticationFailed):
+        return (
+            f"{where} rejected the SASL {settings.sasl_mechanism or 'PLAIN'} login of user "
+            f"{settings.sasl_username!r}: wrong username or password (sasl_username, "
+            "sasl_password)"
+        )
+    if isinstance(exc, UnsupportedSaslMechanismError):
+        return f"{where} does not offer SASL {settings.sasl_mechanism}: {exc} (sasl_mechanism)"
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        trusted = f"ssl_cafile={settings.ssl_cafile}" if settings.ssl_cafile else "the system CAs"
+        return (
+            f"the TLS certificate of {where} is not trusted: {exc.verify_message} "
+            f"(trusting {trusted}; ssl_cafile)"
+        )
+    alert = _tls_alert(exc)
+    if alert is not None:
+        reason = alert.reason or str(alert)
+        if "CERTIFICATE" in reason.upper() and not settings.ssl_certfile:
+            return (
+                f"{where} requires a client certificate and none is configured "
+                f"(ssl_certfile, ssl_keyfile; TLS alert {reason})"
+            )
+        if "CERTIFICATE" in reason.upper():
+            return (
+                f"{where} refused the client certificate ssl_certfile={settings.ssl_certfile} "
+                f"(TLS alert {reason}): is it signed by a CA the broker trusts?"
+            )
+        return f"the TLS handshake with {where} failed: {reason}"
+    if isinstance(exc, ConnectionRefusedError):
+        return f"nothing accepts connections at {host}:{port} (bootstrap_servers)"
+    if isinstance(exc, socket.gaierror):
+        return f"cannot resolve {host!r}: {exc} (bootstrap_servers)"
+    if isinstance(exc, TimeoutError | asyncio.TimeoutError):
+        return f"no answer from {where} in time (bootstrap_servers, network)"
+    if isinstance(exc, ConnectionResetError | KafkaConnectionError) and protocol != "PLAINTEXT":
+        return (
+            f"{where} closed the connection during the {protocol} handshake: is this a "
+            f"{protocol} listener? (security_protocol, bootstrap_servers)"
+        )
+    if isinstance(exc, ConnectionResetError | KafkaConnectionError):
+        return (
+            f"{where} closed the connection: does this listener expect TLS or SASL? "
+            "(security_protocol)"
+        )
+    return f"cannot connect to {where}: {type(exc).__name__}: {preview(str(exc))}"
+
+
+async def _probe(host: str, port: int, options: dict[str, Any], timeout: float) -> None:
+    connection = await asyncio.wait_for(
+        create_conn(
+            host,
+            port,
+            request_timeout_ms=int(timeout * 1000),
+            ssl_context=options.get("ssl_context"),
+            security_protocol=options["security_protocol"],
+            sasl_mechanism=options.get("sasl_mechanism"),
+            sasl_plain_username=options.get("sasl_plain_username"),
+            sasl_plain_password=options.get("sasl_plain_password"),
+        ),
+        timeout,
+    )
+    try:
+        # a listener that expects SASL lets the version handshake through, then hangs up
+        await asyncio.wait_for(connection.send(MetadataRequest([])), timeout)
+    finally:
+        connection.close()
+
+
+async def diagnose(settings: Settings, timeout: float = 10.0) -> str | None:
+    """Why no bootstrap server can be used, or None when one of them can."""
+    options = connection_options(settings)
+    problems = []
+    for host, port in bootstrap_hosts(settings.bootstrap_servers):
+        try:
+            await _probe(host, port, options, timeout)
+        except Exception as exc:
+            problems.append(explain(exc, host, port, settings))
+            continue
+        return None
+    return "; ".join(problems) or "bootstrap_servers names no server"
