@@ -6,9 +6,9 @@ import pytest
 from pydantic import SecretStr
 
 from exporter.checks.engine import Policy
-from exporter.records.limits import Limits
 from exporter.checks.store import ChunkStore
 from exporter.records.decode import RecordError
+from exporter.records.limits import Limits
 from exporter.service.clients import connection_options
 from exporter.service.control import sweep_reason
 from exporter.service.messages import Origin, check_message

@@ -87,8 +87,8 @@ class AnswerChecker:
         try:
             for tp, records in batches.items():
                 for record in records:
-                    if time.monotonic() - started > BATCH_SECONDS:
-                        break
+                    if reached and time.monotonic() - started > BATCH_SECONDS:
+                        break  # the rest is fetched again by the next poll
                     checked = self._pipeline.answer(record)
                     for verdict in checked.publish:
                         sent.append(

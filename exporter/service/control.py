@@ -1,7 +1,9 @@
 """The control topic: ``{"type": "sweep", "reason": "..."}`` starts a sweep.
 
 Read in a consumer group of its own (``<group_id>.control``), so one instance of a deployment
-acts on each request. Anything else is dead-lettered and counted as invalid.
+acts on each request. Anything else is dead-lettered and counted as invalid. A request's offset
+is committed only once a sweep that started after it has completed: a request that a crash, a
+SIGTERM or a broker outage interrupted is read again and run again (at least once).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import asyncio
 import logging
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
 from exporter.outputs.metrics import ExporterMetrics
@@ -59,12 +61,14 @@ class ControlListener:
         self._metrics = metrics
         self._publisher = publisher
         self._fetcher = Fetcher(consumer, metrics)
+        # per partition, in order: (offset to commit after it, the sweep it waits for or None)
+        self._outstanding: dict[TopicPartition, list[tuple[int, asyncio.Future[None] | None]]] = {}
 
     def subscribe(self) -> None:
         self._consumer.subscribe([self._topic])
 
-    def _handle(self, record: Any) -> DeadLetter | None:
-        """Act on one control message; what cannot be acted on is returned as a dead letter."""
+    def _handle(self, record: Any) -> DeadLetter | asyncio.Future[None]:
+        """Act on one control message: the sweep it asked for, or its dead letter."""
         origin = Origin(record.topic, record.partition, record.offset)
         try:
             reason = sweep_reason(record.value)
@@ -74,21 +78,39 @@ class ControlListener:
             error = bounded(f"handling failed: {type(exc).__name__}: {preview(str(exc))}")
             return DeadLetter(origin, record.value, record.key, "check_failed", error)
         log.info("sweep requested on %s: %s", self._topic, preview(reason))
-        self._sweeps.request(reason[:MAX_ID_CHARS])
-        return None
+        return self._sweeps.request(reason[:MAX_ID_CHARS])
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             batches = await self._fetcher.getmany(timeout_ms=500, max_records=100)
-            for records in batches.values():
+            for tp, records in batches.items():
                 for record in records:
                     self._metrics.events.labels(self._topic).inc()
-                    letter = self._handle(record)
-                    if letter is not None:
-                        self._metrics.invalid(self._topic, letter.reason)
-                        await self._publisher.delivered([await self._publisher.dead_letter(letter)])
-            if batches:
-                try:
-                    await self._consumer.commit()
-                except KafkaError as exc:
-                    log.warning("control offsets not committed (%s); a request may repeat", exc)
+                    outcome = self._handle(record)
+                    waits_for = None
+                    if isinstance(outcome, DeadLetter):
+                        self._metrics.invalid(self._topic, outcome.reason)
+                        await self._publisher.delivered(
+                            [await self._publisher.dead_letter(outcome)]
+                        )
+                    else:
+                        waits_for = outcome
+                    self._outstanding.setdefault(tp, []).append((record.offset + 1, waits_for))
+            await self._commit_answered()
+
+    async def _commit_answered(self) -> None:
+        """Commit each partition up to its first request whose sweep has not completed."""
+        offsets: dict[TopicPartition, int] = {}
+        for tp, queue in self._outstanding.items():
+            while queue and (queue[0][1] is None or queue[0][1].done()):
+                offset, sweep = queue.pop(0)
+                if sweep is not None and sweep.cancelled():
+                    queue.clear()  # stopped before it completed: read it again next time
+                    break
+                offsets[tp] = offset
+        if not offsets:
+            return
+        try:
+            await self._consumer.commit(offsets)
+        except KafkaError as exc:
+            log.warning("control offsets not committed (%s); a request may repeat", exc)

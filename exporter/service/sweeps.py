@@ -5,7 +5,10 @@ topic) or by itself once chunks cut by a chunker fingerprint not seen before hav
 the chunk topic has then been quiet for ``sweep_quiet_seconds`` (a re-index finished). It reads
 the answer topic from its earliest offsets up to the high water marks at its start, with a
 consumer of its own outside any group, so inline checking goes on meanwhile. One sweep runs at
-a time; a request during a sweep is remembered and runs after it.
+a time; requests during a sweep are remembered and run once after it. A sweep that fails (the
+broker went away) is started again with backoff until it completes: a request is answered by a
+completed sweep, and the control listener commits a request only then, so one that a crash or a
+SIGTERM interrupted is read again and run at the next start.
 
 Its results are counted with ``mode="sweep"`` and summarised in the ``citation_sweep_*``
 gauges when it completes; failing verdicts are published with ``"mode": "sweep"``. Invalid
@@ -36,6 +39,9 @@ __all__ = ["SweepRunner"]
 
 log = logging.getLogger(__name__)
 
+_FIRST_RETRY_SECONDS = 1.0
+_MAX_RETRY_SECONDS = 60.0
+
 
 class SweepRunner:
     """Runs sweeps one at a time in a background task."""
@@ -57,40 +63,62 @@ class SweepRunner:
         self._metrics = metrics
         self._publisher = publisher
         self._task: asyncio.Task[None] | None = None
-        self._again: str | None = None
+        self._waiting: list[asyncio.Future[None]] = []
+        self._reason = ""
         self.completed = 0
 
     @property
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
 
-    def request(self, reason: str) -> None:
-        """Start a sweep now, or right after the one running."""
+    def request(self, reason: str) -> asyncio.Future[None]:
+        """Ask for a sweep; the future is done once a sweep started after this call completes."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append(done)
+        self._reason = reason
         if self.running:
             log.info("sweep requested (%s) while one runs; it will follow", reason)
-            self._again = reason
-            return
-        self._task = asyncio.create_task(self._run(reason))
+        else:
+            self._task = asyncio.create_task(self._run())
+        return done
 
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        for waiting in self._waiting:
+            waiting.cancel()
+        self._waiting = []
         self._metrics.sweep_in_progress.set(0)
 
-    async def _run(self, reason: str) -> None:
+    async def _run(self) -> None:
+        while self._waiting:
+            answered, self._waiting = self._waiting, []
+            try:
+                await self._until_complete(self._reason)
+            except asyncio.CancelledError:
+                for waiting in answered:
+                    waiting.cancel()
+                raise
+            for waiting in answered:
+                if not waiting.done():
+                    waiting.set_result(None)
+
+    async def _until_complete(self, reason: str) -> None:
+        """One sweep, started again with backoff while it fails (it must not end the service)."""
+        backoff = _FIRST_RETRY_SECONDS
         while True:
             try:
                 await self._sweep(reason)
+                return
             except asyncio.CancelledError:
                 raise
-            except Exception:  # a failed sweep must not end the service; the next may succeed
-                log.exception("sweep (%s) failed", reason)
+            except Exception:
+                log.exception("sweep (%s) failed; starting it again in %.0f s", reason, backoff)
                 self._metrics.sweep_in_progress.set(0)
-            if self._again is None:
-                return
-            reason, self._again = self._again, None
+            await asyncio.sleep(backoff)
+            backoff = min(_MAX_RETRY_SECONDS, backoff * 2)
 
     async def _sweep(self, reason: str) -> None:
         log.info("sweep started: %s", reason)

@@ -1,0 +1,432 @@
+"""The service's edges under hostile conditions, with fakes of aiokafka's consumer and producer.
+
+Each fake keeps the one behaviour of aiokafka the code relies on (named in its docstring); the
+real-broker tests (test_kafka_*.py) check the same paths against Kafka itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from aiokafka import TopicPartition
+from aiokafka.errors import (
+    CorruptRecordException,
+    KafkaConnectionError,
+    MessageSizeTooLargeError,
+    SaslAuthenticationFailed,
+    UnsupportedCodecError,
+)
+from conftest import chunk_record, store_of
+from prometheus_client import CollectorRegistry
+
+import exporter.service.answers
+from exporter.checks.engine import Policy
+from exporter.outputs.metrics import ExporterMetrics, SourceLabels
+from exporter.service.answers import AnswerChecker
+from exporter.service.diagnose import bootstrap_hosts, explain
+from exporter.service.fetching import Fetcher, unreadable_reason
+from exporter.service.http import MetricsServer
+from exporter.service.messages import DeadLetter, Origin
+from exporter.service.pipeline import Pipeline
+from exporter.service.publish import MAX_DEAD_LETTER_VALUE, Publisher
+from exporter.settings import Settings, SettingsError, load_settings
+
+TOPIC = "answers"
+P0, P1 = TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)
+
+
+@dataclass(frozen=True)
+class Record:
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+
+
+class FakeConsumer:
+    """Partitions of records, some unreadable; like aiokafka, a fetch that reaches an
+    unreadable record raises and hands out none of the records fetched with it."""
+
+    def __init__(self, logs: dict[TopicPartition, list[bytes]], bad: set[tuple[Any, int]]):
+        self.logs = logs
+        self.bad = bad
+        self.positions = dict.fromkeys(logs, 0)
+        self.commits: list[dict[TopicPartition, int]] = []
+        self.calls = 0
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self.logs)
+
+    async def getmany(
+        self, *partitions: TopicPartition, timeout_ms: int, max_records: int
+    ) -> dict[TopicPartition, list[Record]]:
+        self.calls += 1
+        out: dict[TopicPartition, list[Record]] = {}
+        for tp in partitions or sorted(self.logs):
+            start = self.positions[tp]
+            end = min(len(self.logs[tp]), start + max_records)
+            if any((tp, offset) in self.bad for offset in range(start, end)):
+                raise UnsupportedCodecError("Libraries for snappy compression codec not found")
+            records = [
+                Record(tp.topic, tp.partition, o, None, self.logs[tp][o]) for o in range(start, end)
+            ]
+            if records:
+                out[tp] = records
+                self.positions[tp] = end
+        return out
+
+    async def position(self, tp: TopicPartition) -> int:
+        return self.positions[tp]
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self.positions[tp] = offset
+
+    def highwater(self, tp: TopicPartition) -> int:
+        return len(self.logs[tp])
+
+    async def commit(self, offsets: dict[TopicPartition, int]) -> None:
+        self.commits.append(dict(offsets))
+
+
+def _metrics() -> tuple[CollectorRegistry, ExporterMetrics]:
+    registry = CollectorRegistry()
+    return registry, ExporterMetrics(registry, SourceLabels(), "test")
+
+
+def test_an_unreadable_batch_is_isolated_counted_and_stepped_past() -> None:
+    logs = {P0: [b"m%d" % i for i in range(10)], P1: [b"n%d" % i for i in range(3)]}
+    consumer = FakeConsumer(logs, bad={(P0, 5), (P0, 6)})
+    registry, metrics = _metrics()
+    fetcher = Fetcher(consumer, metrics)
+    got = asyncio.run(fetcher.getmany(timeout_ms=10, max_records=100))
+    assert [r.offset for r in got[P0]] == [0, 1, 2, 3, 4, 7, 8, 9]
+    assert [r.offset for r in got[P1]] == [0, 1, 2]
+    skipped = registry.get_sample_value(
+        "citation_exporter_unreadable_messages_total",
+        {"topic": TOPIC, "reason": "unsupported_codec"},
+    )
+    assert skipped == 2
+    assert asyncio.run(fetcher.getmany(timeout_ms=10, max_records=100)) == {}
+
+
+def test_errors_a_retry_can_fix_are_raised_for_the_backoff() -> None:
+    assert unreadable_reason(KafkaConnectionError("broker away")) is None
+    assert unreadable_reason(CorruptRecordException()) == "corrupt_record"
+    assert unreadable_reason(UnsupportedCodecError()) == "unsupported_codec"
+    assert unreadable_reason(ValueError("garbled batch")) == "undecodable"
+
+
+class FakeProducer:
+    """Sends are futures; a value above ``limit`` bytes is refused by the 'broker'."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.sent: list[tuple[str, bytes | None, bytes | None, list[Any]]] = []
+
+    async def send(
+        self, topic: str, value: bytes | None, key: bytes | None = None, headers: Any = None
+    ) -> asyncio.Future[Any]:
+        self.sent.append((topic, value, key, list(headers or [])))
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        if value is not None and len(value) > self.limit:
+            future.set_exception(MessageSizeTooLargeError())
+        else:
+            future.set_result(None)
+        return future
+
+
+def _letter(size: int) -> DeadLetter:
+    return DeadLetter(Origin("answers", 2, 41), b"v" * size, b"k", "invalid_json", "not JSON")
+
+
+def test_a_dead_letter_refused_as_too_large_goes_again_cut_to_its_head() -> None:
+    producer = FakeProducer(limit=100_000)
+
+    async def run() -> None:
+        publisher = Publisher(producer, "verdicts", "dlq")  # type: ignore[arg-type]
+        await publisher.delivered([await publisher.dead_letter(_letter(300_000))])
+
+    asyncio.run(run())
+    first, again = producer.sent
+    assert first[1] is not None and len(first[1]) == 300_000
+    assert again[1] == b"v" * 1024
+    headers = dict(again[3])
+    assert headers["value_truncated"] == b"300000" and headers["source_offset"] == b"41"
+
+
+def test_dead_letter_values_are_bounded_before_sending() -> None:
+    producer = FakeProducer(limit=10**9)
+
+    async def run() -> None:
+        publisher = Publisher(producer, "verdicts", "dlq")  # type: ignore[arg-type]
+        await publisher.delivered([await publisher.dead_letter(_letter(2_000_000))])
+
+    asyncio.run(run())
+    [(_, value, _, headers)] = producer.sent
+    assert value is not None and len(value) == MAX_DEAD_LETTER_VALUE
+    assert dict(headers)["value_truncated"] == b"2000000"
+
+
+def _answer(index: int) -> bytes:
+    return orjson.dumps(
+        {
+            "citation_id": f"c{index}",
+            "answer_id": f"a{index}",
+            "doc_id": "d",
+            "doc_version": "v1",
+            "chunk_id": "d#0",
+            "chunk_span": [4, 17],
+            "quote": "refund window",
+        }
+    )
+
+
+class SlowPipeline(Pipeline):
+    """Each answer costs 10 ms of blocking work, like an expensive relocation."""
+
+    def answer(self, record: Any, mode: str = "inline") -> Any:
+        time.sleep(0.01)
+        return super().answer(record, mode)
+
+
+def _checker(consumer: FakeConsumer) -> AnswerChecker:
+    _, metrics = _metrics()
+    store = store_of(chunk_record("d", 0, "The refund window is thirty days."))
+    pipeline = SlowPipeline(store, Policy(), metrics)
+    publisher = Publisher(FakeProducer(limit=10**9), "verdicts", "dlq")  # type: ignore[arg-type]
+    return AnswerChecker(consumer, TOPIC, pipeline=pipeline, metrics=metrics, publisher=publisher)
+
+
+def test_checking_a_batch_lets_the_event_loop_run_heartbeats() -> None:
+    consumer = FakeConsumer({P0: [_answer(i) for i in range(30)]}, bad=set())
+    checker = _checker(consumer)
+    beats = 0
+
+    async def heartbeat(done: asyncio.Event) -> None:
+        nonlocal beats
+        while not done.is_set():
+            beats += 1
+            await asyncio.sleep(0)
+
+    async def run() -> int:
+        done = asyncio.Event()
+        beating = asyncio.create_task(heartbeat(done))
+        await asyncio.sleep(0)
+        before = beats
+        checked = await checker.poll()
+        during = beats - before
+        done.set()
+        await beating
+        assert during >= 3, "the loop ran while 300 ms of checks were done"
+        return checked
+
+    assert asyncio.run(run()) == 30
+    assert consumer.commits[-1] == {P0: 30}
+
+
+def test_a_batch_stops_after_its_time_and_the_rest_is_fetched_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(exporter.service.answers, "BATCH_SECONDS", 0.05)
+    consumer = FakeConsumer({P0: [_answer(i) for i in range(40)]}, bad=set())
+    checker = _checker(consumer)
+    first = asyncio.run(checker.poll())
+    assert 1 <= first < 40
+    assert consumer.positions[P0] == first and consumer.commits[-1] == {P0: first}
+    total = first
+    for _ in range(100):
+        if total == 40:
+            break
+        total += asyncio.run(checker.poll())
+    assert total == 40 and consumer.commits[-1] == {P0: 40}
+
+
+# -- why Kafka cannot be reached ------------------------------------------------------------
+
+
+def _sasl_settings(**extra: Any) -> Settings:
+    return Settings(
+        security_protocol="SASL_SSL",
+        sasl_mechanism="SCRAM-SHA-512",
+        sasl_username="exporter",
+        sasl_password="hunter2",  # type: ignore[arg-type]
+        **extra,
+    )
+
+
+def _tls_error(reason: str) -> KafkaConnectionError:
+    cause = ssl.SSLError(1, f"[SSL: {reason}] alert")
+    cause.reason = reason  # type: ignore[misc]
+    error = KafkaConnectionError("Connection at 127.0.0.1:19095 closed")
+    error.__cause__ = cause
+    return error
+
+
+def _unverified() -> ssl.SSLCertVerificationError:
+    error = ssl.SSLCertVerificationError(1, "certificate verify failed")
+    error.verify_message = "self-signed certificate in certificate chain"
+    return error
+
+
+@pytest.mark.parametrize(
+    ("error", "settings", "fragments"),
+    [
+        pytest.param(
+            SaslAuthenticationFailed("invalid credentials"),
+            _sasl_settings(),
+            ["rejected the SASL SCRAM-SHA-512 login of user 'exporter'", "sasl_password"],
+            id="wrong password",
+        ),
+        pytest.param(
+            _unverified(),
+            _sasl_settings(),
+            ["is not trusted", "self-signed certificate", "ssl_cafile"],
+            id="untrusted CA",
+        ),
+        pytest.param(
+            _tls_error("SSLV3_ALERT_BAD_CERTIFICATE"),
+            Settings(security_protocol="SSL"),
+            ["requires a client certificate", "ssl_certfile"],
+            id="no client certificate",
+        ),
+        pytest.param(
+            ConnectionResetError(),
+            _sasl_settings(),
+            ["closed the connection during the SASL_SSL handshake", "security_protocol"],
+            id="TLS to a plaintext port",
+        ),
+        pytest.param(
+            ConnectionRefusedError(111, "refused"),
+            Settings(),
+            ["nothing accepts connections at 127.0.0.1:19094", "bootstrap_servers"],
+            id="nothing listening",
+        ),
+    ],
+)
+def test_each_connection_failure_is_one_sentence_naming_the_setting(
+    error: BaseException, settings: Settings, fragments: list[str]
+) -> None:
+    sentence = explain(error, "127.0.0.1", 19094, settings)
+    for fragment in fragments:
+        assert fragment in sentence
+    assert "hunter2" not in sentence and "\n" not in sentence
+
+
+def test_bootstrap_servers_are_split_into_hosts() -> None:
+    assert bootstrap_hosts("k1:9093, [::1]:19092,k3") == [
+        ("k1", 9093),
+        ("::1", 19092),
+        ("k3", 9092),
+    ]
+
+
+def test_health_bodies_say_what_is_wrong() -> None:
+    import urllib.error
+    import urllib.request
+
+    problem: list[str | None] = ["Kafka at 127.0.0.1:1 rejected the SASL login"]
+    server = MetricsServer(
+        CollectorRegistry(), lambda: False, "127.0.0.1", 0, problem=lambda: problem[0]
+    )
+    server.start()
+    base = f"http://127.0.0.1:{server.port}"
+    try:
+        with urllib.request.urlopen(base + "/healthz", timeout=5) as response:
+            assert response.status == 200
+            assert b"ok, but Kafka at 127.0.0.1:1 rejected" in response.read()
+        with pytest.raises(urllib.error.HTTPError) as not_ready:
+            urllib.request.urlopen(base + "/readyz", timeout=5)
+        assert not_ready.value.code == 503
+        assert b"not ready: Kafka at 127.0.0.1:1 rejected" in not_ready.value.read()
+        problem[0] = None
+        with urllib.request.urlopen(base + "/healthz", timeout=5) as response:
+            assert response.read() == b"ok\n"
+    finally:
+        server.stop()
+
+
+# -- strict settings ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    import os
+
+    for name in list(os.environ):
+        if name.upper().startswith("CITATION_EXPORTER_"):
+            monkeypatch.delenv(name)
+    return monkeypatch
+
+
+def test_a_misspelt_variable_stops_start_up_with_a_suggestion(
+    clean_environment: pytest.MonkeyPatch,
+) -> None:
+    clean_environment.setenv("CITATION_EXPORTER_TRESHOLD", "5")
+    with pytest.raises(SettingsError) as error:
+        load_settings()
+    assert "unknown variable CITATION_EXPORTER_TRESHOLD" in str(error.value)
+    assert "did you mean CITATION_EXPORTER_THRESHOLD?" in str(error.value)
+
+
+def test_a_misspelt_key_in_the_file_gets_a_suggestion(tmp_path: Path) -> None:
+    config = tmp_path / "exporter.toml"
+    config.write_text("max_quote_char = 10\n")
+    with pytest.raises(SettingsError, match="did you mean max_quote_chars"):
+        load_settings(config)
+
+
+def test_kubernetes_service_links_are_not_settings(clean_environment: pytest.MonkeyPatch) -> None:
+    for name, value in {
+        "CITATION_EXPORTER_SERVICE_HOST": "10.0.0.7",
+        "CITATION_EXPORTER_SERVICE_PORT": "9877",
+        "CITATION_EXPORTER_SERVICE_PORT_METRICS": "9877",
+        "CITATION_EXPORTER_PORT": "tcp://10.0.0.7:9877",
+        "CITATION_EXPORTER_PORT_9877_TCP": "tcp://10.0.0.7:9877",
+        "CITATION_EXPORTER_PORT_9877_TCP_ADDR": "10.0.0.7",
+    }.items():
+        clean_environment.setenv(name, value)
+    assert load_settings().metrics_port == 9877
+
+
+@pytest.mark.parametrize(
+    ("variables", "named"),
+    [
+        pytest.param(
+            {"SECURITY_PROTOCOL": "SSL", "SSL_CAFILE": "/nonexistent/ca.pem"},
+            "ssl_cafile /nonexistent/ca.pem does not exist",
+            id="missing CA file",
+        ),
+        pytest.param(
+            {"SECURITY_PROTOCOL": "SSL", "SSL_CAFILE": "{not_pem}"},
+            "holds no usable CA certificate",
+            id="not a certificate",
+        ),
+        pytest.param(
+            {"SECURITY_PROTOCOL": "SSL", "SSL_CERTFILE": "{not_pem}"},
+            "not a usable client certificate",
+            id="bad client certificate",
+        ),
+        pytest.param(
+            {"SECURITY_PROTOCOL": "SASL_SSL", "SASL_USERNAME": "u"},
+            "needs sasl_username and sasl_password",
+            id="SASL without a password",
+        ),
+    ],
+)
+def test_unusable_security_settings_are_named_at_start_up(
+    clean_environment: pytest.MonkeyPatch, tmp_path: Path, variables: dict[str, str], named: str
+) -> None:
+    not_pem = tmp_path / "not.pem"
+    not_pem.write_text("hello\n")
+    for name, value in variables.items():
+        clean_environment.setenv(f"CITATION_EXPORTER_{name}", value.format(not_pem=not_pem))
+    with pytest.raises(SettingsError, match=named):
+        load_settings()
