@@ -217,7 +217,7 @@ def test_a_long_quote_present_verbatim_is_still_repaired() -> None:
 
 
 def test_relocation_stops_at_its_budget() -> None:
-    quote, store = _long_quote_store(1_500)
+    quote, store = _long_quote_store(800)
     tiny = Policy(limits=Limits(relocation_budget_ms=1e-6))
     verdict = check_citation(citation(quote, "d#1", 0, 199), store, tiny)
     assert (verdict.status, verdict.reason) == (
@@ -227,6 +227,14 @@ def test_relocation_stops_at_its_budget() -> None:
     generous = check_citation(citation(quote, "d#1", 0, 199), store, Policy())
     assert generous.status is Status.DRIFT_REPAIRED and generous.repair is not None
     assert generous.repair.method == "fuzzy"
+
+
+def test_a_quote_whose_pieces_occur_everywhere_is_never_given_one_place() -> None:
+    """Periodic text holds the quote almost everywhere; a capped search must not pick one."""
+    store = store_of(chunk_record("d", 0, "ab" * 50_000), chunk_record("d", 1, "z" * 100))
+    quote = "ab" * 199 + "x"
+    verdict = check_citation(citation(quote, "d#1", 0, 100), store, Policy())
+    assert (verdict.status, verdict.reason) == (Status.DRIFT_UNREPAIRED, "ambiguous")
 
 
 def test_a_long_stored_context_is_compared_near_the_quote_only() -> None:

@@ -80,20 +80,20 @@ def _long_document(seed: int, doc_id: str, chunks: int = 20) -> tuple[str, list[
 
 
 def _expensive_answers(text: str, doc_id: str, count: int, tag: str) -> list[Message]:
-    """Answers whose quotes are near-copies of 1,900 characters at the wrong span: each one
-    is repaired by approximate search, the costliest path a citation can take."""
+    """Answers whose quotes are near-copies of 950 characters at the wrong span: each one is
+    repaired by approximate search, the costliest path a citation can take."""
     rng = random.Random(tag)
     messages = []
     for n in range(count):
         start = rng.randrange(0, len(text) - 2000)
-        quote = "".join(c for i, c in enumerate(text[start : start + 1900]) if i % 97 != 40)
+        quote = "".join(c for i, c in enumerate(text[start : start + 950]) if i % 97 != 40)
         citation = {
             "citation_id": f"{tag}-{n}",
             "answer_id": f"{tag}-answer-{n}",
             "doc_id": doc_id,
             "doc_version": "v1",
             "chunk_id": f"{doc_id}#0",
-            "chunk_span": [0, 1880],
+            "chunk_span": [0, 940],
             "quote": quote,
         }
         messages.append((None, orjson.dumps(citation)))

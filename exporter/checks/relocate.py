@@ -65,9 +65,10 @@ UNREPAIRED_OUTCOMES = (AMBIGUOUS, STRADDLES, NOT_FOUND, TOO_LONG, BUDGET_EXCEEDE
 MIN_FUZZY_LENGTH = 24
 # Shortest verbatim piece searched for in fuzzy mode.
 MIN_ANCHOR_LENGTH = 8
-# Bounds on the work per citation.
+# Bounds on the work per citation. A search that meets more candidates than these does not
+# examine them all, so it never claims a unique place: the quote is ambiguous there.
 MAX_OCCURRENCES = 256
-MAX_ANCHOR_HITS = 32
+MAX_ANCHOR_HITS = 64
 MAX_WINDOWS = 24
 # A fuzzy place must beat the runner-up by this many points, or context must separate them.
 FUZZY_MARGIN = 2.0
@@ -127,10 +128,17 @@ class Relocation:
     placement: Placement | None = None
 
 
-def _occurrences(haystack: str, needle: str) -> list[int]:
+class TooManyPlacesError(Exception):
+    """The search met more candidates than it examines: it cannot say the place is unique."""
+
+
+def _occurrences(haystack: str, needle: str, limit: int = MAX_OCCURRENCES) -> list[int]:
+    """Every start of ``needle``; raises TooManyPlacesError past ``limit`` of them."""
     found: list[int] = []
     at = haystack.find(needle)
-    while at != -1 and len(found) < MAX_OCCURRENCES:
+    while at != -1:
+        if len(found) == limit:
+            raise TooManyPlacesError
         found.append(at)
         at = haystack.find(needle, at + 1)
     return found
@@ -203,11 +211,7 @@ def _fuzzy_places(
         budget.check()
         offset = k * piece_length
         anchor = q[offset : offset + piece_length]
-        at, hits = text.find(anchor), 0
-        while at != -1 and hits < MAX_ANCHOR_HITS:
-            estimated_starts.append(at - offset)
-            hits += 1
-            at = text.find(anchor, at + 1)
+        estimated_starts.extend(at - offset for at in _occurrences(text, anchor, MAX_ANCHOR_HITS))
     if not estimated_starts:
         return []
 
@@ -220,6 +224,8 @@ def _fuzzy_places(
             clusters.append([start])
     clusters.sort(key=len, reverse=True)
 
+    if len(clusters) > MAX_WINDOWS and len(clusters[MAX_WINDOWS]) > 1:
+        raise TooManyPlacesError  # more well-supported windows than are aligned
     scored: list[Place] = []
     needed = _lcs_needed(length, threshold - FUZZY_MARGIN)
     for cluster in clusters[:MAX_WINDOWS]:
@@ -307,14 +313,16 @@ def relocate(
     """
     if not quote.text:
         return Relocation(NOT_FOUND)
-    places = _verbatim_places(quote, view)
-    if not places and len(quote.text) >= MIN_FUZZY_LENGTH:
-        if max_fuzzy_chars is not None and len(quote.text) > max_fuzzy_chars:
-            return Relocation(TOO_LONG)
-        try:
+    try:
+        places = _verbatim_places(quote, view)
+        if not places and len(quote.text) >= MIN_FUZZY_LENGTH:
+            if max_fuzzy_chars is not None and len(quote.text) > max_fuzzy_chars:
+                return Relocation(TOO_LONG)
             places = _fuzzy_places(quote, view, threshold, budget or Budget(_UNLIMITED))
-        except OutOfBudgetError:
-            return Relocation(BUDGET_EXCEEDED)
+    except OutOfBudgetError:
+        return Relocation(BUDGET_EXCEEDED)
+    except TooManyPlacesError:
+        return Relocation(AMBIGUOUS)  # some candidates were not examined: no claim of one
     if not places:
         return Relocation(NOT_FOUND)
     winner = _choose(places, view, prefix, suffix, threshold)

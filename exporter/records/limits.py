@@ -37,10 +37,10 @@ class Limits:
     max_citations_per_answer: int = 500
     # Quotes above this are compared and searched verbatim (raw or folded) only, never
     # approximately: approximate alignment grows with the square of the quote's length.
-    max_quote_chars: int = 2_000
+    max_quote_chars: int = 1_000
     # CPU time one citation's relocation may take; past it the citation is left unrepaired
     # (reason relocation_budget_exceeded) rather than holding up every other citation.
-    relocation_budget_ms: float = 20.0
+    relocation_budget_ms: float = 10.0
 
     def __post_init__(self) -> None:
         for name in (
