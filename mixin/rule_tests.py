@@ -248,6 +248,26 @@ def rule_tests() -> dict[str, Any]:
                 ],
             ),
             _case(
+                "a corrupt batch of 12 messages skipped",
+                [
+                    _series(
+                        "citation_exporter_unreadable_messages_total",
+                        {**EXPORTER, "topic": "rag.answers", "reason": "corrupt_record"},
+                        "0x10 12x40",
+                    ),
+                ],
+                [
+                    _quiet("CitationUnreadableMessages", "9m"),
+                    _fires(
+                        "CitationUnreadableMessages",
+                        "15m",
+                        {**JOB, "topic": "rag.answers"},
+                        "12",
+                    ),
+                    _quiet("CitationUnreadableMessages", "40m"),
+                ],
+            ),
+            _case(
                 "a re-index an hour ago and no sweep since",
                 [
                     _series(

@@ -158,6 +158,15 @@ def _alerts() -> list[dict[str, Any]]:
             "15m",
         ),
         _alert(
+            "CitationUnreadableMessages",
+            "sum by (job, topic) (increase(citation_exporter_unreadable_messages_total[15m])) > 0",
+            "warning",
+            "Kafka delivered messages that could not be read at all; they were skipped.",
+            "{{ $value }} messages of {{ $labels.topic }} could not be decoded (a compression "
+            "codec the client lacks, a failed checksum) in the last 15 minutes and were skipped "
+            "unchecked; the exporter's log names their partitions and offsets.",
+        ),
+        _alert(
             "CitationNoSweepSinceChunkerChange",
             "max by (job) (citation_store_last_chunker_change_timestamp_seconds)\n"
             "> max by (job) (citation_sweep_last_completed_timestamp_seconds)\n"
