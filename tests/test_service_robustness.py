@@ -52,8 +52,9 @@ class Record:
 
 
 class FakeConsumer:
-    """Partitions of records, some unreadable; like aiokafka, a fetch that reaches an
-    unreadable record raises and hands out none of the records fetched with it."""
+    """Partitions of records, some unreadable. Like aiokafka, a fetch that reaches an
+    unreadable record raises, and the records it already drained from other partitions in the
+    same call (their positions moved on) are lost to the caller."""
 
     def __init__(self, logs: dict[TopicPartition, list[bytes]], bad: set[tuple[Any, int]]):
         self.logs = logs
@@ -70,7 +71,7 @@ class FakeConsumer:
     ) -> dict[TopicPartition, list[Record]]:
         self.calls += 1
         out: dict[TopicPartition, list[Record]] = {}
-        for tp in partitions or sorted(self.logs):
+        for tp in partitions or sorted(self.logs, reverse=True):
             start = self.positions[tp]
             end = min(len(self.logs[tp]), start + max_records)
             if any((tp, offset) in self.bad for offset in range(start, end)):
@@ -115,6 +116,24 @@ def test_an_unreadable_batch_is_isolated_counted_and_stepped_past() -> None:
     )
     assert skipped == 2
     assert asyncio.run(fetcher.getmany(timeout_ms=10, max_records=100)) == {}
+
+
+def test_records_drained_before_the_error_in_the_same_fetch_are_not_lost() -> None:
+    """P1 is drained first, then P0's bad record raises: P1's records must come back."""
+    logs = {P0: [b"m0", b"m1"], P1: [b"n%d" % i for i in range(4)]}
+    consumer = FakeConsumer(logs, bad={(P0, 1)})
+    _, metrics = _metrics()
+    got = asyncio.run(Fetcher(consumer, metrics).getmany(timeout_ms=10, max_records=100))
+    assert [r.offset for r in got[P1]] == [0, 1, 2, 3]
+    assert [r.offset for r in got[P0]] == [0]
+
+
+def test_a_bad_batch_at_the_end_of_a_partition_is_committed_past() -> None:
+    consumer = FakeConsumer({P0: [_answer(i) for i in range(3)] + [b"bad", b"bad"]}, bad=set())
+    consumer.bad = {(P0, 3), (P0, 4)}
+    checker = _checker(consumer)
+    assert asyncio.run(checker.poll()) == 3
+    assert consumer.commits[-1] == {P0: 5}, "past the bad batch, or it is read again"
 
 
 def test_errors_a_retry_can_fix_are_raised_for_the_backoff() -> None:

@@ -79,6 +79,10 @@ class AnswerChecker:
         """Check one batch end to end; returns the number of messages it checked."""
         batches = await self._fetcher.getmany(timeout_ms=timeout_ms, max_records=_MAX_RECORDS)
         if not batches:
+            if self._fetcher.skipped_to:
+                for tp, skipped_to in self._fetcher.skipped_to.items():
+                    self._uncommitted[tp] = max(self._uncommitted.get(tp, 0), skipped_to)
+                await self.commit()
             self._lag_reported |= await report_lag(self._consumer, self._metrics)
             return 0
         sent: list[Any] = []
@@ -107,6 +111,11 @@ class AnswerChecker:
         self._rewind(batches, reached)
         self._metrics.last_event.labels(self._topic).set(time.time())
         self._uncommitted.update(reached)
+        for tp, skipped_to in self._fetcher.skipped_to.items():
+            fetched = batches.get(tp)
+            if fetched is None or reached.get(tp) == fetched[-1].offset + 1:
+                # a bad batch after everything checked: commit past it, or it is read again
+                self._uncommitted[tp] = max(self._uncommitted.get(tp, 0), skipped_to)
         await self.commit()
         self._lag_reported |= await report_lag(self._consumer, self._metrics)
         return sum(

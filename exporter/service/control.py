@@ -96,6 +96,10 @@ class ControlListener:
                     else:
                         waits_for = outcome
                     self._outstanding.setdefault(tp, []).append((record.offset + 1, waits_for))
+            for tp, skipped_to in self._fetcher.skipped_to.items():
+                queue = self._outstanding.setdefault(tp, [])
+                if not queue or skipped_to > queue[-1][0]:  # a bad batch after the last request
+                    queue.append((skipped_to, None))
             await self._commit_answered()
 
     async def _commit_answered(self) -> None:

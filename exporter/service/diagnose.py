@@ -65,10 +65,10 @@ def explain(exc: BaseException, host: str, port: int, settings: Settings) -> str
     if isinstance(exc, UnsupportedSaslMechanismError):
         return f"{where} does not offer SASL {settings.sasl_mechanism}: {exc} (sasl_mechanism)"
     if isinstance(exc, ssl.SSLCertVerificationError):
-        trusted = f"ssl_cafile={settings.ssl_cafile}" if settings.ssl_cafile else "the system CAs"
+        trusted = settings.ssl_cafile or "not set, so the system CAs"
         return (
             f"the TLS certificate of {where} is not trusted: {exc.verify_message} "
-            f"(trusting {trusted}; ssl_cafile)"
+            f"(ssl_cafile: {trusted})"
         )
     alert = _tls_alert(exc)
     if alert is not None:

@@ -5,11 +5,15 @@ decode (a codec it lacks, a checksum that fails) raises from ``getmany()``, the 
 where it was, and the next call fetches the very same batch: one bad batch stops the consumer
 for good, and the records fetched with it before the bad one are never handed out either.
 
-:class:`Fetcher` turns that into accounting. On such an error it reads the partitions one record
-at a time, which hands out every readable record up to the bad batch and pins the failure on one
-partition and offset; it then logs one line naming them and why, counts the batch's records in
-``citation_exporter_unreadable_messages_total`` and seeks past it. Errors that a retry can fix
-(the broker is away) are raised as before, for the caller's backoff.
+:class:`Fetcher` turns that into accounting. On such an error it first moves every partition
+back to where it was before the call (aiokafka may already have handed out, and so lost, another
+partition's records in it), then reads the partitions one record at a time, which hands out
+every readable record up to the bad batch and pins the failure on one partition and offset; it
+logs one line naming them and why, counts the batch's records in
+``citation_exporter_unreadable_messages_total``, seeks past it and tells the caller in
+:attr:`Fetcher.skipped_to`, so that a consumer commits past a bad batch even when nothing
+follows it. Errors that a retry can fix (the broker is away) are raised as before, for the
+caller's backoff.
 """
 
 from __future__ import annotations
@@ -19,10 +23,15 @@ import types
 from typing import Any
 
 from aiokafka import TopicPartition
-from aiokafka.errors import CorruptRecordException, KafkaError, UnsupportedCodecError
+from aiokafka.errors import (
+    CorruptRecordException,
+    IllegalStateError,
+    KafkaError,
+    UnsupportedCodecError,
+)
 
 from exporter.outputs.metrics import ExporterMetrics
-from exporter.records.limits import preview
+from exporter.records.limits import bounded
 
 __all__ = ["Fetcher", "unreadable_reason"]
 
@@ -73,10 +82,15 @@ class Fetcher:
         self._consumer = consumer
         self._metrics = metrics
         self._failures: dict[tuple[TopicPartition, int], int] = {}
+        # the offset after each batch skipped by the last getmany(), by partition
+        self.skipped_to: dict[TopicPartition, int] = {}
 
     async def getmany(
         self, *partitions: TopicPartition, timeout_ms: int, max_records: int
     ) -> dict[TopicPartition, list[Any]]:
+        self.skipped_to = {}
+        wanted = partitions or tuple(self._consumer.assignment())
+        before = await self._positions(wanted)
         try:
             fetched: dict[TopicPartition, list[Any]] = await self._consumer.getmany(
                 *partitions, timeout_ms=timeout_ms, max_records=max_records
@@ -84,8 +98,21 @@ class Fetcher:
         except Exception as exc:
             if unreadable_reason(exc) is None:
                 raise
-            return await self._isolate(partitions or tuple(self._consumer.assignment()))
+            assigned = self._consumer.assignment()
+            for tp, position in before.items():
+                if tp in assigned:
+                    self._consumer.seek(tp, position)  # what the failed call handed out, again
+            return await self._isolate(tuple(before))
         return fetched
+
+    async def _positions(self, partitions: tuple[TopicPartition, ...]) -> dict[TopicPartition, int]:
+        positions = {}
+        for tp in partitions:
+            try:
+                positions[tp] = await self._consumer.position(tp)
+            except IllegalStateError:  # revoked meanwhile: its new owner reads it
+                continue
+        return positions
 
     async def _isolate(self, partitions: tuple[TopicPartition, ...]) -> dict[TopicPartition, Any]:
         """Read each partition a record at a time: the readable records, the bad batch skipped."""
@@ -129,7 +156,8 @@ class Fetcher:
             offset,
             skip_to - 1,
             type(exc).__name__,
-            preview(str(exc)),
+            bounded(str(exc), 300),
         )
         self._metrics.unreadable(tp.topic, reason, skip_to - offset)
         self._consumer.seek(tp, skip_to)
+        self.skipped_to[tp] = skip_to

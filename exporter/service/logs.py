@@ -2,7 +2,10 @@
 
 During an outage aiokafka logs every failed connection attempt, tens of lines a second; the
 same lines once per interval say as much. The filter passes the first record of each message
-template per interval and counts the rest into the next one it passes.
+template per interval and counts the rest into the next one it passes. aiokafka's line for a
+failed bootstrap is dropped altogether: the exporter follows every such failure with its own
+line naming the cause (see ``service/diagnose.py``), and aiokafka's, for a TLS alert, says only
+"connection closed".
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 
-__all__ = ["RepeatFilter", "configure_logging"]
+__all__ = ["KafkaNoise", "RepeatFilter", "configure_logging"]
 
 
 class RepeatFilter(logging.Filter):
@@ -36,8 +39,33 @@ class RepeatFilter(logging.Filter):
         return True
 
 
+# aiokafka's client.py, when a bootstrap server cannot be used
+_BOOTSTRAP_FAILED = 'Unable connect to "%s:%s": %s'
+
+
+class KafkaNoise(logging.Filter):
+    """For aiokafka's records (of every one of its loggers): no bootstrap failures, and each
+    message template at most once per interval (see :class:`RepeatFilter`). Installed on the
+    handler, because a filter on the ``aiokafka`` logger does not see its children's records
+    (``aiokafka.consumer.fetcher`` logs most of an outage)."""
+
+    def __init__(self, interval: float = 30.0) -> None:
+        super().__init__()
+        self._repeat = RepeatFilter(interval)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name != "aiokafka" and not record.name.startswith("aiokafka."):
+            return True
+        if record.msg == _BOOTSTRAP_FAILED:
+            return False
+        return self._repeat.filter(record)
+
+
 def configure_logging(level: str) -> None:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    kafka = logging.getLogger("aiokafka")
-    kafka.setLevel(max(logging.WARNING, logging.getLevelNamesMapping()[level]))
-    kafka.addFilter(RepeatFilter())
+    logging.getLogger("aiokafka").setLevel(
+        max(logging.WARNING, logging.getLevelNamesMapping()[level])
+    )
+    noise = KafkaNoise()
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(noise)

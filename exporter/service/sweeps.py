@@ -142,6 +142,10 @@ class SweepRunner:
             last_yield = time.monotonic()
             while remaining:
                 batches = await fetcher.getmany(*remaining, timeout_ms=500, max_records=2000)
+                for tp, skipped_to in fetcher.skipped_to.items():
+                    done[tp] = max(done[tp], skipped_to)  # an unreadable batch is behind us
+                    if done[tp] >= targets[tp]:
+                        remaining.discard(tp)
                 sent: list[Any] = []
                 for tp, records in batches.items():
                     for record in records:
