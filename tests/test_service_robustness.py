@@ -449,3 +449,66 @@ def test_unusable_security_settings_are_named_at_start_up(
         clean_environment.setenv(f"CITATION_EXPORTER_{name}", value.format(not_pem=not_pem))
     with pytest.raises(SettingsError, match=named):
         load_settings()
+
+
+# -- no broker at all -------------------------------------------------------------------------
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_without_a_broker_run_names_the_cause_once_and_leaks_no_client(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    port = _closed_port()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("CITATION_EXPORTER_")},
+        "CITATION_EXPORTER_BOOTSTRAP_SERVERS": f"127.0.0.1:{port}",
+        "CITATION_EXPORTER_METRICS_HOST": "127.0.0.1",
+        "CITATION_EXPORTER_METRICS_PORT": "0",
+    }
+    log = tmp_path / "exporter.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "exporter.cli", "run"], env=env, stdout=out, stderr=out
+        )
+        try:
+            time.sleep(6)  # several retries with backoff
+        finally:
+            process.send_signal(signal.SIGTERM)
+            status = process.wait(30)
+    text = log.read_text()
+    assert status == 0
+    assert "Unclosed" not in text, "a client that failed to start was never closed"
+    causes = [line for line in text.splitlines() if "nothing accepts connections" in line]
+    assert len(causes) == 1 and f"127.0.0.1:{port} (bootstrap_servers)" in causes[0]
+
+
+def test_produce_without_a_broker_exits_2_naming_the_cause(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from exporter.simulate.files import write_scenario
+    from exporter.simulate.scenario import ScenarioConfig, build_scenario
+
+    write_scenario(build_scenario(ScenarioConfig(answers=20)), tmp_path)
+    port = _closed_port()
+    command = ["produce", "--scenario", str(tmp_path), "--bootstrap-servers", f"127.0.0.1:{port}"]
+    done = subprocess.run(
+        [sys.executable, "-m", "exporter.cli", *command],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert f"nothing accepts connections at 127.0.0.1:{port}" in done.stderr
+    assert "Unclosed" not in done.stderr and "Traceback" not in done.stderr

@@ -57,6 +57,9 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # imported here for the same reason as in _run_exporter
+    from aiokafka.errors import KafkaError  # noqa: PLC0415
+
+    from exporter.service.diagnose import diagnose  # noqa: PLC0415
     from exporter.service.logs import configure_logging  # noqa: PLC0415
     from exporter.service.produce import (  # noqa: PLC0415
         ProducePlan,
@@ -80,6 +83,13 @@ def run(args: argparse.Namespace) -> int:
             await create_topics(settings, args.create_topics)
         return await produce_scenario(settings, plan, rate=args.rate, sweep_after=args.sweep)
 
-    counts = asyncio.run(send())
+    async def why() -> str | None:
+        return await diagnose(settings)
+
+    try:
+        counts = asyncio.run(send())
+    except KafkaError as exc:
+        # the broker, not a bug: say what is wrong with it, as `run` does
+        raise UsageError(asyncio.run(why()) or f"Kafka: {type(exc).__name__}: {exc}") from None
     print(", ".join(f"{name.replace('_', ' ')}: {count:,}" for name, count in counts.items()))
     return EXIT_OK

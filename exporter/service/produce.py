@@ -72,8 +72,8 @@ class ProducePlan:
 async def create_topics(settings: Settings, partitions: int) -> None:
     """Create the exporter's topics (the chunk topic compacted); existing ones are kept."""
     admin = AIOKafkaAdminClient(**connection_options(settings))
-    await admin.start()
     try:
+        await admin.start()
         topics = [
             NewTopic(
                 settings.chunks_topic, partitions, 1, topic_configs={"cleanup.policy": "compact"}
@@ -121,9 +121,9 @@ async def produce_scenario(
 ) -> dict[str, int]:
     """Send the three phases; returns counts of what was sent."""
     producer = AIOKafkaProducer(**connection_options(settings), acks="all", linger_ms=10)
-    await producer.start()
     half = len(plan.answers) // 2
     try:
+        await producer.start()
         counts = {
             "baseline_chunks": await _send(producer, settings.chunks_topic, plan.baseline_chunks)
         }
