@@ -577,3 +577,27 @@ def test_decoded_citations_inherit_limits_in_the_sweep_and_the_service_alike() -
     )
     assert checked.verdicts == [] and checked.dead_letters[0].reason == "oversized"
     assert [type(i) for i in decode_citations(answer, tight.limits)] == [InvalidCitation]
+
+
+def test_offsets_beyond_what_json_readers_keep_exactly_are_rejected(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    """Found by the fuzzer: a span at 2**64 - 2 made a shift that orjson could not write."""
+    _jsonl(
+        files["citations"],
+        [_good_citation(chunk_span=[2**64 - 2, 2**64 - 1]), _good_citation(citation_id="c2")],
+    )
+    out = tmp_path / "verdicts.jsonl"
+    assert main(_sweep_args(files, "--out", str(out))) == 0
+    first, second = (orjson.loads(line) for line in out.read_bytes().splitlines())
+    assert first["status"] == "invalid" and "2**53 - 1" in first["error"]
+    assert second["status"] == "ok"
+
+
+def test_a_verdict_with_a_value_beyond_64_bits_is_still_written() -> None:
+    from exporter.checks.verdict import Action, Repair, Verdict
+    from exporter.outputs.verdicts import verdict_json
+
+    repair = Repair("d#0", 0, 1, 100.0, "exact", -(2**70))
+    verdict = Verdict("c", "a", "d", Status.DRIFT_REPAIRED, Action.REWRITE_OFFSETS, repair=repair)
+    assert orjson.loads(verdict_json(verdict))["repair"]["shift"] == -(2**70)

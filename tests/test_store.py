@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from conftest import chunk_record, store_of
 
+from exporter.checks.store import ChunkStore
 from exporter.records.decode import decode_chunk
 from exporter.records.schema import ChunkDeletion
 
@@ -100,3 +101,29 @@ def test_view_holds_only_the_live_version_and_is_rebuilt_after_a_change() -> Non
     view = store.document("d")
     assert view is not None
     assert view.version == "v2" and view.text == "new words"
+
+
+def test_cached_views_are_bounded_least_recently_used_first() -> None:
+    store = ChunkStore(max_view_chars=250)
+    for n in range(5):
+        store.apply(decode_chunk(chunk_record(f"d{n}", 0, "x" * 100)))
+    first = store.document("d0")
+    store.document("d1")
+    assert store.document("d0") is first, "a cached view is reused"
+    store.document("d2")  # 300 characters: the least recently used (d1) goes
+    assert store.view_chars == 200
+    assert store.document("d0") is first
+    assert store.document("d1") is not None and store.view_chars <= 250
+    huge = ChunkStore(max_view_chars=10)
+    huge.apply(decode_chunk(chunk_record("big", 0, "y" * 1000)))
+    assert huge.document("big") is not None, "a document larger than the bound is still viewed"
+
+
+def test_a_changed_document_gives_back_its_view_s_memory() -> None:
+    store = ChunkStore()
+    store.apply(decode_chunk(chunk_record("d", 0, "x" * 100)))
+    store.document("d")
+    store.apply(decode_chunk(chunk_record("d", 0, "y" * 50)))
+    assert store.view_chars == 0
+    store.document("d")
+    assert store.view_chars == 50

@@ -9,17 +9,27 @@ Relocation needs the whole document, not one chunk: a quote may have moved into 
 chunk or now lie across two. :class:`DocumentView` reassembles the document from its live chunks
 (placing them at ``doc_offset`` when every chunk has one, so overlapping chunks collapse into one
 text; otherwise joining them in ``ordinal`` order) and folds it once, lazily, on first use.
+
+Views are a cache, bounded: with the folded text and its offset map a view costs two to three
+times the store's own copy of the text, and after a re-index nearly every cited document needs
+one. The least recently used views are dropped beyond ``max_view_chars`` characters of text and
+rebuilt when needed again.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from exporter.checks.normalize import FoldedText, fold_with_map
 from exporter.records.schema import Chunk, ChunkDeletion
 
-__all__ = ["ChunkStore", "DocumentView", "Placement"]
+__all__ = ["MAX_VIEW_CHARS", "ChunkStore", "DocumentView", "Placement"]
+
+# Characters of text held in cached document views (about 100-200 MB with their folded text and
+# offset maps); one document larger than this is still viewed, alone.
+MAX_VIEW_CHARS = 32_000_000
 
 # Joins chunks whose document offsets are unknown: whitespace, so a quote running from one chunk
 # into the next is still found (and reported as straddling).
@@ -145,11 +155,18 @@ def _assemble_by_offset(doc_id: str, version: str, chunks: list[Chunk]) -> Docum
 class ChunkStore:
     """Chunks by id, documents by id, and each document's live version."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_view_chars: int = MAX_VIEW_CHARS) -> None:
         self._chunks: dict[str, Chunk] = {}
         self._documents: dict[str, dict[str, Chunk]] = {}
         self._versions: dict[str, str] = {}
-        self._views: dict[str, DocumentView] = {}
+        self._views: OrderedDict[str, DocumentView] = OrderedDict()
+        self._view_chars = 0
+        self._max_view_chars = max_view_chars
+
+    def _forget_view(self, doc_id: str) -> None:
+        view = self._views.pop(doc_id, None)
+        if view is not None:
+            self._view_chars -= len(view.text)
 
     def apply(self, record: Chunk | ChunkDeletion) -> None:
         """Apply one chunk record (an upsert) or deletion."""
@@ -157,7 +174,7 @@ class ChunkStore:
         if old is not None:
             siblings = self._documents[old.doc_id]
             del siblings[old.chunk_id]
-            self._views.pop(old.doc_id, None)
+            self._forget_view(old.doc_id)
             if not siblings:
                 del self._documents[old.doc_id]
                 del self._versions[old.doc_id]
@@ -168,7 +185,7 @@ class ChunkStore:
             self._chunks[record.chunk_id] = record
             self._documents.setdefault(record.doc_id, {})[record.chunk_id] = record
             self._versions[record.doc_id] = record.doc_version
-            self._views.pop(record.doc_id, None)
+            self._forget_view(record.doc_id)
 
     def chunk(self, chunk_id: str) -> Chunk | None:
         return self._chunks.get(chunk_id)
@@ -180,13 +197,23 @@ class ChunkStore:
     def document(self, doc_id: str) -> DocumentView | None:
         """The live document (chunks of its live version only), built once and cached."""
         view = self._views.get(doc_id)
-        if view is None:
-            version = self._versions.get(doc_id)
-            if version is None:
-                return None
-            chunks = [c for c in self._documents[doc_id].values() if c.doc_version == version]
-            view = self._views[doc_id] = _assemble(doc_id, version, chunks)
+        if view is not None:
+            self._views.move_to_end(doc_id)
+            return view
+        version = self._versions.get(doc_id)
+        if version is None:
+            return None
+        chunks = [c for c in self._documents[doc_id].values() if c.doc_version == version]
+        view = self._views[doc_id] = _assemble(doc_id, version, chunks)
+        self._view_chars += len(view.text)
+        while self._view_chars > self._max_view_chars and len(self._views) > 1:
+            self._forget_view(next(iter(self._views)))
         return view
+
+    @property
+    def view_chars(self) -> int:
+        """Characters of text held in cached document views."""
+        return self._view_chars
 
     @property
     def chunk_count(self) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import orjson
@@ -42,5 +43,14 @@ def verdict_record(verdict: Verdict, **where: Any) -> dict[str, Any]:
 
 
 def verdict_json(verdict: Verdict, **where: Any) -> bytes:
-    """One JSONL line (with its newline)."""
-    return orjson.dumps(verdict_record(verdict, **where), option=orjson.OPT_APPEND_NEWLINE)
+    """One JSONL line (with its newline).
+
+    orjson writes integers of 64 bits at most; the decoder bounds every offset well below that,
+    and should any value still be beyond orjson, the standard library writes the line instead:
+    a verdict that cannot be written would be a record that stops the monitor.
+    """
+    record = verdict_record(verdict, **where)
+    try:
+        return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+    except TypeError:
+        return json.dumps(record).encode("ascii") + b"\n"

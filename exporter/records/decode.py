@@ -26,6 +26,11 @@ __all__ = [
 ]
 
 
+# Offsets are exact in every JSON reader up to here (JavaScript's Number.MAX_SAFE_INTEGER), and
+# a shift computed from them still fits the 64-bit integers verdicts are written with.
+MAX_OFFSET = 2**53 - 1
+
+
 class RecordError(ValueError):
     """A record that breaks the contract; the message names the field and the problem."""
 
@@ -139,13 +144,14 @@ def _span(obj: dict[str, Any]) -> tuple[int, int]:
         and len(span) == 2
         and type(span[0]) is int
         and type(span[1]) is int
-        and 0 <= span[0] < span[1]
+        and 0 <= span[0] < span[1] <= MAX_OFFSET
     ):
         return span[0], span[1]
     if span is None and "chunk_span" not in obj:
         raise RecordError("missing required field 'chunk_span'")
     raise RecordError(
-        f"'chunk_span' must be [start, end] with 0 <= start < end, got {preview(span)}"
+        f"'chunk_span' must be [start, end] with 0 <= start < end <= 2**53 - 1, "
+        f"got {preview(span)}"
     )
 
 
@@ -194,7 +200,7 @@ def _citation(obj: dict[str, Any], answer_id: str | None, topic: str | None) -> 
         and len(span) == 2
         and type(span[0]) is int
         and type(span[1]) is int
-        and 0 <= span[0] < span[1]
+        and 0 <= span[0] < span[1] <= MAX_OFFSET
         and type(own_answer_id) is str
         and 0 < len(own_answer_id) <= MAX_ID_CHARS
         and (answer_id is None or own_answer_id == answer_id)
