@@ -130,6 +130,45 @@ def _long_quote_case(quote_chars: int) -> Case:
     return f"near-copy quote of {quote_chars:,} chars (above max_quote_chars)", make
 
 
+def _combining_flood_case(marks: int) -> Case:
+    def make() -> tuple[Citation, ChunkStore]:
+        quote = "a" + "\u0301\u0316" * (marks // 2)  # canonical reordering is quadratic
+        return _citation(quote), _store("intro " + quote[:-1] + " outro", chunk=200_000)
+
+    return f"quote of {marks:,} combining marks of mixed classes", make
+
+
+def _expanding_span_case(span_chars: int) -> Case:
+    def make() -> tuple[Citation, ChunkStore]:
+        store = ChunkStore()
+        store.apply(
+            decode_chunk(
+                {"doc_id": "d", "doc_version": "v1", "chunk_id": "d#0",
+                 "text": "\ufdfa" * span_chars, "doc_offset": 0}
+            )
+        )  # fmt: skip
+        citation = Citation("c", "a", "d", "v1", "d#0", 0, span_chars, "x")
+        return citation, store
+
+    return f"a 1-character quote whose span holds {span_chars:,} U+FDFA", make
+
+
+def _anchor_chain_case(quote_chars: int, hits: int) -> Case:
+    def make() -> tuple[Citation, ChunkStore]:
+        rng = random.Random(quote_chars)
+        quote = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(quote_chars))
+        slack = int(0.04 * quote_chars)
+        pieces, length = slack + 1, quote_chars // (slack + 1)
+        buffer = ["#"] * ((hits * pieces + 2) * (slack + 1) + quote_chars + 100)
+        for k in range(pieces):
+            for j in range(hits):
+                at = (k * hits + j) * (slack + 1) + k * length
+                buffer[at : at + length] = quote[k * length : (k + 1) * length]
+        return _citation(quote), _store("".join(buffer))
+
+    return f"every piece of a {quote_chars:,}-char quote {hits} times, chained", make
+
+
 CASES: list[Case] = [
     _near_copy_case(100, 10_000),
     _near_copy_case(300, 100_000),
@@ -142,7 +181,25 @@ CASES: list[Case] = [
     _expanding_case(1_000),
     _long_quote_case(10_000),
     _long_quote_case(20_000),
+    _combining_flood_case(60_000),
+    _expanding_span_case(200_000),
+    _anchor_chain_case(1_000, 64),
 ]
+
+
+def _rebuild_after_update(text: str, label: str, runs: int) -> tuple[str, float]:
+    """CPU of one drifted citation right after its document changed: the view is rebuilt."""
+    store = _store(text)
+    rng = random.Random(1)
+    quote = _near_copy(text[len(text) // 2 : len(text) // 2 + 300])
+    times = []
+    for n in range(runs):
+        update = {"doc_id": "d", "doc_version": "v1", "chunk_id": "d#0", "doc_offset": 0}
+        store.apply(decode_chunk({**update, "text": FILLER + str(n + rng.random())}))
+        started = time.thread_time()
+        check_citation(_citation(quote), store, Policy())
+        times.append(time.thread_time() - started)
+    return label, statistics.median(times) * 1000
 
 
 def _measure(make: Callable[[], tuple[Citation, ChunkStore]], runs: int) -> tuple[float, str]:
@@ -169,6 +226,15 @@ def main() -> None:
         milliseconds, verdict = _measure(make, args.runs)
         worst = max(worst, milliseconds)
         print(f"{name:<64} {milliseconds:>9.2f}  {verdict}")
+    rng = random.Random(3)
+    prose = _text(rng, 2_000_000).replace(" the ", " \u201cthe\u201d ")
+    for label, milliseconds in (
+        _rebuild_after_update(prose, "view rebuilt after an update: 2,000,000 chars of prose", 3),
+        _rebuild_after_update(
+            "\ufdfa" * 200_000, "view rebuilt after an update: 200,000 chars of U+FDFA", 3
+        ),
+    ):
+        print(f"{label:<64} {milliseconds:>9.2f}")
     limit = getattr(Policy(), "limits", None)
     if limit is not None:
         print(

@@ -601,3 +601,74 @@ def test_a_verdict_with_a_value_beyond_64_bits_is_still_written() -> None:
     repair = Repair("d#0", 0, 1, 100.0, "exact", -(2**70))
     verdict = Verdict("c", "a", "d", Status.DRIFT_REPAIRED, Action.REWRITE_OFFSETS, repair=repair)
     assert orjson.loads(verdict_json(verdict))["repair"]["shift"] == -(2**70)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        pytest.param(b"", id="empty .gz (a copy that never started)"),
+        pytest.param(gzip.compress(b"1\n2\n[]\n"), id="nothing but invalid lines"),
+    ],
+)
+def test_a_sweep_that_read_no_valid_citation_does_not_pass_the_gate(
+    files: dict[str, Path], tmp_path: Path, content: bytes, capsys: pytest.CaptureFixture[str]
+) -> None:
+    archive = tmp_path / "citations.jsonl.gz"
+    archive.write_bytes(content)
+    files["citations"] = archive
+    with pytest.raises(SystemExit) as exit_info:
+        main(_sweep_args(files))
+    assert exit_info.value.code == 2
+    assert "no valid citation was read" in capsys.readouterr().err
+    assert main(_sweep_args(files, "--allow-empty")) == 0
+
+
+def test_errors_are_short_in_bytes_too() -> None:
+    """Found by the fuzzer: 480 characters of four-byte emoji made a 1,227-byte error."""
+    answer = {"answer_id": "\U0001f600" * 100, "citations": [_good_citation()] * 3}
+    items = list(decode_citations(answer))
+    assert all(isinstance(i, InvalidCitation) for i in items)
+    assert all(len(i.error.encode()) <= 1000 for i in items if isinstance(i, InvalidCitation))
+
+
+def test_both_decoders_take_quotes_of_any_length() -> None:
+    """Found by the fuzzer: the field-by-field decoder held quotes to the 1,024 of an id."""
+    [item] = decode_citations(_good_citation(quote="q" * 1500, sentence_index=-1))
+    assert isinstance(item, InvalidCitation) and "sentence_index" in item.error
+
+
+def test_a_span_far_longer_than_its_quote_is_judged_without_folding_it() -> None:
+    """Found by the fuzzer: 200,000 characters that NFKC folds 18-fold were folded to see
+    that they do not match a one-character quote."""
+    store = store_of(chunk_record("d", 0, "\ufdfa" * 200_000))
+    verdict = check_citation(citation("x", "d#0", 0, 200_000), store, Policy())
+    assert verdict.status is Status.DRIFT_UNREPAIRED
+    assert verdict.similarity is not None and verdict.similarity < 0.01
+
+
+def test_chained_anchor_hits_never_make_one_window_of_the_whole_document() -> None:
+    """Found by the fuzzer: every piece of a quote planted 64 times, each copy a few
+    characters after the last, chained into one 100,000-character window aligned in full."""
+    rng = random.Random(4)
+    quote = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(1000))
+    slack = 40
+    pieces, length = slack + 1, 1000 // (slack + 1)
+    text = ["#"] * ((64 * pieces + 2) * (slack + 1) + 1100)
+    for k in range(pieces):
+        for j in range(64):
+            at = (k * 64 + j) * (slack + 1) + k * length
+            text[at : at + length] = quote[k * length : (k + 1) * length]
+    store = store_of(chunk_record("d", 0, "".join(text)), chunk_record("d", 1, "z" * 1000))
+    verdict = check_citation(citation(quote, "d#1", 0, 1000), store, Policy())
+    assert verdict.status is Status.DRIFT_UNREPAIRED and verdict.repair is None
+    assert verdict.reason in {"ambiguous", "quote_not_found"}
+
+
+def test_a_flood_of_combining_marks_is_folded_in_bounded_units() -> None:
+    """Found by the fuzzer: canonical reordering of one run of 60,000 marks took seconds."""
+    from exporter.checks.normalize import fold, fold_with_map
+
+    flood = "a" + "\u0301\u0316" * 30_000
+    folded = fold(flood)
+    assert folded == fold_with_map(flood).text
+    assert len(folded) >= len(flood) - 1 - len(flood) // 31  # at most one composition per unit

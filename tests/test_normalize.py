@@ -8,7 +8,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from exporter.checks.normalize import fold, fold_with_map
+from exporter.checks.normalize import FoldedText, fold, fold_with_map, refold
 
 # Characters that exercise every folding rule, plus ordinary text.
 _INTERESTING = (
@@ -176,3 +176,46 @@ def test_map_of_a_hyphen_break_covers_the_break() -> None:
     at = folded.text.index("example")
     start, end = folded.to_raw(at, at + len("example"))
     assert text[start:end] == "exam-\nple"
+
+
+def _pieces(folded: FoldedText) -> list[tuple[int, int, int, bool]]:
+    """The offset map as (folded start, raw start, raw end, linear), contiguous linear merged."""
+    pieces: list[tuple[int, int, int, bool]] = []
+    for piece in zip(
+        folded._folded_starts,
+        folded._raw_starts,
+        folded._raw_ends,
+        (bool(flag) for flag in folded._linear),
+        strict=True,
+    ):
+        if pieces:
+            f, start, end, linear = pieces[-1]
+            if linear and piece[3] and end == piece[1] and f + end - start == piece[0]:
+                pieces[-1] = (f, start, piece[2], True)
+                continue
+        pieces.append(piece)
+    return pieces
+
+
+@given(any_text, any_text, st.integers(0, 40), st.integers(0, 40), st.integers(0, 3))
+def test_refolding_a_changed_text_equals_folding_it_from_scratch(
+    base: str, inserted: str, at: int, removed: int, copies: int
+) -> None:
+    """A chunk update re-folds only what changed; the result must not differ in any way."""
+    base = base * (copies + 1)
+    at = min(at, len(base))
+    changed = base[:at] + inserted + base[at + removed :]
+    expected = fold_with_map(changed)
+    refolded = refold(fold_with_map(base), base, changed)
+    assert refolded.text == expected.text
+    assert refolded.raw_length == expected.raw_length
+    assert _pieces(refolded) == _pieces(expected)
+
+
+def test_a_long_document_is_refolded_around_the_change_only() -> None:
+    words = "the \u201crefund\u201d policy applies \ufb01rst to every plan within 30 days "
+    before = words * 20_000
+    after = before[:600_000] + "a changed sentence \u2014 with a dash " + before[600_010:]
+    refolded = refold(fold_with_map(before), before, after)
+    assert refolded.text == fold(after)
+    assert _pieces(refolded) == _pieces(fold_with_map(after))

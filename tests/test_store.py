@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from conftest import chunk_record, store_of
 
+from exporter.checks.normalize import fold_with_map
 from exporter.checks.store import ChunkStore
 from exporter.records.decode import decode_chunk
 from exporter.records.schema import ChunkDeletion
@@ -104,26 +105,49 @@ def test_view_holds_only_the_live_version_and_is_rebuilt_after_a_change() -> Non
 
 
 def test_cached_views_are_bounded_least_recently_used_first() -> None:
-    store = ChunkStore(max_view_chars=250)
+    one = store_of(chunk_record("x", 0, "x" * 100)).document("x")
+    assert one is not None
+    store = ChunkStore(max_view_bytes=int(one.nbytes * 2.5))
     for n in range(5):
         store.apply(decode_chunk(chunk_record(f"d{n}", 0, "x" * 100)))
     first = store.document("d0")
     store.document("d1")
     assert store.document("d0") is first, "a cached view is reused"
-    store.document("d2")  # 300 characters: the least recently used (d1) goes
-    assert store.view_chars == 200
+    store.document("d2")  # a third does not fit: the least recently used (d1) goes
+    assert store.view_bytes == 2 * one.nbytes
     assert store.document("d0") is first
-    assert store.document("d1") is not None and store.view_chars <= 250
-    huge = ChunkStore(max_view_chars=10)
+    huge = ChunkStore(max_view_bytes=10)
     huge.apply(decode_chunk(chunk_record("big", 0, "y" * 1000)))
     assert huge.document("big") is not None, "a document larger than the bound is still viewed"
 
 
-def test_a_changed_document_gives_back_its_view_s_memory() -> None:
+def test_a_deleted_document_gives_back_its_view_s_memory() -> None:
     store = ChunkStore()
     store.apply(decode_chunk(chunk_record("d", 0, "x" * 100)))
     store.document("d")
-    store.apply(decode_chunk(chunk_record("d", 0, "y" * 50)))
-    assert store.view_chars == 0
-    store.document("d")
-    assert store.view_chars == 50
+    assert store.view_bytes > 100
+    store.apply(ChunkDeletion("d#0"))
+    assert store.view_bytes == 0 and store.document("d") is None
+
+
+def test_a_changed_document_s_view_is_rebuilt_from_the_stale_one() -> None:
+    store = ChunkStore()
+    for n in range(3):
+        store.apply(decode_chunk(chunk_record("d", n, f"Chunk {n} says \u201cthirty days\u201d.")))
+    before = store.document("d")
+    store.apply(decode_chunk(chunk_record("d", 1, "Chunk 1 now says sixty days.")))
+    after = store.document("d")
+    assert before is not None and after is not None and after is not before
+    assert after.text == "\n".join(
+        ["Chunk 0 says \u201cthirty days\u201d.", "Chunk 1 now says sixty days.",
+         "Chunk 2 says \u201cthirty days\u201d."]
+    )  # fmt: skip
+    assert after.folded.text == fold_with_map(after.text).text
+    assert store.view_bytes == after.nbytes, "the stale view's memory is given back"
+
+
+def test_text_crafted_to_fold_badly_is_counted_at_what_it_costs() -> None:
+    plain = store_of(chunk_record("p", 0, "fi" * 10_000)).document("p")
+    crafted = store_of(chunk_record("c", 0, "\ufb01a" * 10_000)).document("c")
+    assert plain is not None and crafted is not None
+    assert crafted.nbytes > 3 * plain.nbytes, "its offset map has a piece per ligature"

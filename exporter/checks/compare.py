@@ -25,6 +25,9 @@ _NEGATION = re.compile(
 
 # Lengths may differ this much (plus twice the shorter) before a comparison is skipped as hopeless.
 _LENGTH_SLACK = 64
+# A raw span longer than this many times its raw quote is not even folded (folding collapses runs
+# of whitespace and invisible characters, so a span may fold to far less than its raw length).
+_SPAN_FOLD_FACTOR = 8
 
 
 def facts(folded: str) -> tuple[str, ...]:
@@ -65,6 +68,11 @@ def text_matches(quote: FoldedQuote, raw_text: str, threshold: float) -> tuple[b
     """Compare the raw text now at a span with the quote: (matches, similarity 0-100)."""
     if raw_text == quote.raw:
         return True, 100.0
+    if len(raw_text) > _SPAN_FOLD_FACTOR * len(quote.raw) + _LENGTH_SLACK:
+        # a span this much longer than its quote cannot hold it, whatever folding would make of
+        # it: say so without folding up to a whole chunk of text crafted to fold slowly
+        shorter = len(quote.text)
+        return False, 200.0 * shorter / (shorter + len(raw_text))
     folded = fold(raw_text).strip()
     shorter, longer = sorted((len(quote.text), len(folded)))
     if longer > 2 * shorter + _LENGTH_SLACK:

@@ -10,16 +10,24 @@ The text is scanned once with a single regular expression that finds only the *i
 places; plain text between them is copied verbatim. That keeps folding at C speed for the usual
 mostly-ASCII text, and lets :func:`fold` (text only, the hot path) and :func:`fold_with_map`
 (text plus offset map, for relocation) share one definition, so they can never disagree.
+
+Folding is local: no irregular place, and no look-around of the expression, reaches across a
+boundary between two *plain* characters (neither whitespace, a dash, invisible nor a combining
+mark). So :func:`refold` folds a changed document by folding only what changed, from the
+nearest such boundary before the change to the nearest one after it, and reuses the rest of the
+previous fold: a chunk update to a long document costs the chunk, not the document.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 import unicodedata
-from bisect import bisect_right
+from array import array
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
-__all__ = ["FoldedText", "fold", "fold_with_map"]
+__all__ = ["FoldedText", "fold", "fold_with_map", "refold"]
 
 # Characters that are deleted outright (they carry no text).
 _INVISIBLE = "\u00ad\u200b\u200c\u200d\u2060\ufeff"
@@ -38,8 +46,10 @@ _IRREGULAR = re.compile(
     rf"|(?P<space>(?! (?![\s{_INVISIBLE}]))[\s{_INVISIBLE}]+)"
     # dash runs (invisible characters inside them included), and any single non-ASCII dash
     rf"|(?P<dash>[{_DASHES}](?:[{_INVISIBLE}]*[{_DASHES}])+|[{_UNICODE_DASHES}])"
-    # a character followed by combining marks, or any other non-ASCII character
-    rf"|(?P<char>.[{_INVISIBLE}]*[{_COMBINING}]+|[^\x00-\x7f])",
+    # a character followed by combining marks (at most 30 of them per unit: Unicode's
+    # canonical reordering is quadratic in a run's length, and no real text has runs longer
+    # than its stream-safe limit of 30, UAX #15), or any other non-ASCII character
+    rf"|(?P<char>.[{_INVISIBLE}]*[{_COMBINING}]{{1,30}}|[^\x00-\x7f])",
     re.DOTALL,
 )
 
@@ -103,15 +113,25 @@ class FoldedText:
 
     The folded text is cut into pieces; a *linear* piece was copied verbatim (offsets move
     together), any other piece came from one irregular raw run as a whole, so any part of it maps
-    to the whole run.
+    to the whole run. The map is held in machine arrays (8 bytes an offset, 1 a flag), not tuples
+    of Python ints: text crafted to be irregular everywhere makes a piece of nearly every
+    character, and boxed ints would cost over a hundred bytes each.
     """
 
     text: str
     raw_length: int
-    _folded_starts: tuple[int, ...]
-    _raw_starts: tuple[int, ...]
-    _raw_ends: tuple[int, ...]
-    _linear: tuple[bool, ...]
+    _folded_starts: array[int]
+    _raw_starts: array[int]
+    _raw_ends: array[int]
+    _linear: bytes
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held by the folded text and its map (for bounding caches of views)."""
+        return sys.getsizeof(self.text) + sum(
+            sys.getsizeof(part)
+            for part in (self._folded_starts, self._raw_starts, self._raw_ends, self._linear)
+        )
 
     def to_raw(self, start: int, end: int) -> tuple[int, int]:
         """Map the folded span ``[start, end)`` to the raw span that produced it."""
@@ -193,8 +213,173 @@ def fold_with_map(text: str) -> FoldedText:
     return FoldedText(
         folded,
         len(text),
-        tuple(folded_starts),
-        tuple(raw_starts),
-        tuple(raw_ends),
-        tuple(linear),
+        array("q", folded_starts),
+        array("q", raw_starts),
+        array("q", raw_ends),
+        bytes(linear),
     )
+
+
+# Any of these makes a character part of an irregular place (or of its look-around).
+_NOT_PLAIN = re.compile(rf"[\s{_DASHES}{_INVISIBLE}{_COMBINING}]")
+# How far to look for a boundary between two plain characters before folding everything.
+_MAX_BOUNDARY_SCAN = 4096
+_COMPARE_BLOCK = 1 << 16
+
+
+def _safe(text: str, at: int) -> bool:
+    """Whether folding ``text[:at]`` and ``text[at:]`` apart gives the fold of ``text``."""
+    if at <= 0 or at >= len(text):
+        return True
+    return _NOT_PLAIN.match(text[at - 1]) is None and _NOT_PLAIN.match(text[at]) is None
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """Length of the longest common prefix, compared a block at a time in C."""
+    limit = min(len(a), len(b))
+    at = 0
+    while at < limit and a[at : at + _COMPARE_BLOCK] == b[at : at + _COMPARE_BLOCK]:
+        at += _COMPARE_BLOCK
+    at = min(at, limit)
+    low, high = at, min(limit, at + _COMPARE_BLOCK)
+    while low < high:  # the first difference lies in [low, high]
+        middle = (low + high + 1) // 2
+        if a[at:middle] == b[at:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _common_suffix(a: str, b: str, limit: int) -> int:
+    """Length of the longest common suffix, at most ``limit``, compared a block at a time."""
+    size_a, size_b = len(a), len(b)
+    at = 0
+    while at < limit:
+        step = min(_COMPARE_BLOCK, limit - at)
+        if a[size_a - at - step : size_a - at] != b[size_b - at - step : size_b - at]:
+            break
+        at += step
+    else:
+        return limit
+    low, high = at, min(limit, at + _COMPARE_BLOCK)
+    while low < high:  # the suffix length lies in [low, high]
+        middle = (low + high + 1) // 2
+        if a[size_a - middle : size_a - at] == b[size_b - middle : size_b - at]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _raw_to_folded(folded: FoldedText, at: int) -> int:
+    """The folded offset of raw offset ``at``, a boundary between two plain characters."""
+    if at >= folded.raw_length:
+        return len(folded.text)
+    i = bisect_right(folded._raw_starts, at) - 1
+    if i < 0:
+        return 0
+    if folded._linear[i]:
+        return folded._folded_starts[i] + min(at, folded._raw_ends[i]) - folded._raw_starts[i]
+    return folded._folded_starts[i] if at == folded._raw_starts[i] else _next_start(folded, i)
+
+
+def _next_start(folded: FoldedText, i: int) -> int:
+    starts = folded._folded_starts
+    return starts[i + 1] if i + 1 < len(starts) else len(folded.text)
+
+
+_Map = tuple["array[int]", "array[int]", "array[int]", bytearray]
+
+
+def _cut(folded: FoldedText, raw_from: int, raw_to: int, folded_shift: int, raw_shift: int) -> _Map:
+    """The map of ``folded`` for raw ``[raw_from, raw_to)`` (cut inside linear pieces at both
+    ends), shifted; sliced in C, and shifted by one comprehension when it has to move."""
+    raw_starts, raw_ends = folded._raw_starts, folded._raw_ends
+    first = max(0, bisect_right(raw_starts, raw_from) - 1)
+    if first < len(raw_ends) and raw_ends[first] <= raw_from:
+        first += 1
+    last = bisect_left(raw_starts, raw_to)
+    starts = folded._folded_starts[first:last]
+    begins, ends = raw_starts[first:last], raw_ends[first:last]
+    linear = bytearray(folded._linear[first:last])
+    if begins and linear[0] and begins[0] < raw_from:
+        starts[0] += raw_from - begins[0]
+        begins[0] = raw_from
+    if ends and linear[-1] and ends[-1] > raw_to:
+        ends[-1] = raw_to
+    if folded_shift:
+        starts = array("q", [value + folded_shift for value in starts])
+    if raw_shift:
+        begins = array("q", [value + raw_shift for value in begins])
+        ends = array("q", [value + raw_shift for value in ends])
+    return starts, begins, ends, linear
+
+
+def _join(maps: list[_Map]) -> _Map:
+    """Maps one after the other; a linear piece continuing the one before it is merged into it."""
+    starts, begins, ends, linear = array("q"), array("q"), array("q"), bytearray()
+    for more_starts, more_begins, more_ends, more_linear in maps:
+        if not more_starts:
+            continue
+        skip = int(
+            bool(linear)
+            and bool(linear[-1])
+            and bool(more_linear[0])
+            and ends[-1] == more_begins[0]
+            and starts[-1] + ends[-1] - begins[-1] == more_starts[0]
+        )
+        if skip:
+            ends[-1] = more_ends[0]
+        starts.extend(more_starts[skip:])
+        begins.extend(more_begins[skip:])
+        ends.extend(more_ends[skip:])
+        linear.extend(more_linear[skip:])
+    return starts, begins, ends, linear
+
+
+def refold(previous: FoldedText, previous_text: str, text: str) -> FoldedText:
+    """``fold_with_map(text)``, reusing the fold of ``previous_text`` for what did not change."""
+    if text == previous_text:
+        return previous
+    prefix = _common_prefix(previous_text, text)
+    suffix = _common_suffix(previous_text, text, min(len(text), len(previous_text)) - prefix)
+    shift = len(text) - len(previous_text)
+    # the changed part, widened to boundaries between plain characters, in both texts
+    start = next(
+        (
+            at
+            for at in range(prefix, max(-1, prefix - _MAX_BOUNDARY_SCAN), -1)
+            if _safe(text, at) and _safe(previous_text, at)
+        ),
+        None,
+    )
+    changed_end = len(text) - suffix
+    end = next(
+        (
+            at
+            for at in range(changed_end, min(len(text), changed_end + _MAX_BOUNDARY_SCAN) + 1)
+            if _safe(text, at) and _safe(previous_text, at - shift)
+        ),
+        None,
+    )
+    if start is None or end is None:
+        return fold_with_map(text)  # no boundary near the change: fold the whole text
+    middle = fold_with_map(text[start:end])
+    folded_start = _raw_to_folded(previous, start)
+    folded_end = _raw_to_folded(previous, end - shift)
+    folded = previous.text[:folded_start] + middle.text + previous.text[folded_end:]
+    starts, begins, ends, linear = _join(
+        [
+            _cut(previous, 0, start, 0, 0),
+            _cut(middle, 0, middle.raw_length, folded_start, start),
+            _cut(
+                previous,
+                end - shift,
+                previous.raw_length,
+                folded_start + len(middle.text) - folded_end,
+                shift,
+            ),
+        ]
+    )
+    return FoldedText(folded, len(text), starts, begins, ends, bytes(linear))

@@ -105,6 +105,8 @@ class OutOfBudgetError(Exception):
 
 
 _UNLIMITED = 3600.0
+# Alignment candidates between two looks at the budget.
+_CHECK_EVERY = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +134,9 @@ class TooManyPlacesError(Exception):
     """The search met more candidates than it examines: it cannot say the place is unique."""
 
 
-def _occurrences(haystack: str, needle: str, limit: int = MAX_OCCURRENCES) -> list[int]:
+def _occurrences(
+    haystack: str, needle: str, limit: int = MAX_OCCURRENCES, budget: Budget | None = None
+) -> list[int]:
     """Every start of ``needle``; raises TooManyPlacesError past ``limit`` of them."""
     found: list[int] = []
     at = haystack.find(needle)
@@ -140,17 +144,19 @@ def _occurrences(haystack: str, needle: str, limit: int = MAX_OCCURRENCES) -> li
         if len(found) == limit:
             raise TooManyPlacesError
         found.append(at)
+        if budget is not None:
+            budget.check()  # a long needle in a repetitive text: each find is a long scan
         at = haystack.find(needle, at + 1)
     return found
 
 
-def _verbatim_places(quote: FoldedQuote, view: DocumentView) -> list[Place]:
+def _verbatim_places(quote: FoldedQuote, view: DocumentView, budget: Budget) -> list[Place]:
     folded = view.folded
-    exact = set(_occurrences(view.text, quote.raw))
+    exact = set(_occurrences(view.text, quote.raw, budget=budget))
     places = []
     seen = set()
     length = len(quote.text)
-    for at in _occurrences(folded.text, quote.text):
+    for at in _occurrences(folded.text, quote.text, budget=budget):
         start, end = folded.to_raw(at, at + length)
         if (start, end) in seen:
             continue
@@ -160,19 +166,28 @@ def _verbatim_places(quote: FoldedQuote, view: DocumentView) -> list[Place]:
     return places
 
 
-def _align(quote: str, text: str, lo: int, hi: int, slack: int) -> tuple[int, int]:
+def _align(
+    quote: str, text: str, window: tuple[int, int], slack: int, budget: Budget
+) -> tuple[int, int]:
     """Best-matching span of ``text[lo:hi]`` for ``quote``: LCS alignment, then each end tuned."""
+    lo, hi = window
     equal = [op for op in Indel.opcodes(quote, text[lo:hi]) if op.tag == "equal"]
     if not equal:
         return lo, lo
     start, end = lo + equal[0].dest_start, lo + equal[-1].dest_end
     # a score below the best so far is never needed: the cutoff lets rapidfuzz give up early
     best = fuzz.ratio(quote, text[start:end])
-    for candidate in range(max(start + 1, end - slack), min(len(text), end + slack) + 1):
+    ends = range(max(start + 1, end - slack), min(len(text), end + slack) + 1)
+    for n, candidate in enumerate(ends):
+        if n % _CHECK_EVERY == 0:
+            budget.check()
         score = fuzz.ratio(quote, text[start:candidate], score_cutoff=best)
         if score > best:
             best, end = score, candidate
-    for candidate in range(max(0, start - slack), min(end - 1, start + slack) + 1):
+    starts = range(max(0, start - slack), min(end - 1, start + slack) + 1)
+    for n, candidate in enumerate(starts):
+        if n % _CHECK_EVERY == 0:
+            budget.check()
         score = fuzz.ratio(quote, text[candidate:end], score_cutoff=best)
         if score > best:
             best, start = score, candidate
@@ -216,10 +231,14 @@ def _fuzzy_places(
         return []
 
     estimated_starts.sort()
+    # one true match puts its anchors' estimated starts within `slack` of its start, so a
+    # cluster never grows wider than 2 * slack + 1: chained hits make several windows, not one
+    # window of the whole document
     clusters: list[list[int]] = [[estimated_starts[0]]]
     for start in estimated_starts[1:]:
-        if start - clusters[-1][-1] <= slack + 1:
-            clusters[-1].append(start)
+        cluster = clusters[-1]
+        if start - cluster[-1] <= slack + 1 and start - cluster[0] <= 2 * slack + 1:
+            cluster.append(start)
         else:
             clusters.append([start])
     clusters.sort(key=len, reverse=True)
@@ -234,7 +253,7 @@ def _fuzzy_places(
         hi = min(len(text), cluster[-1] + length + slack)
         if LCSseq.similarity(q, text[lo:hi], score_cutoff=needed) < needed:
             continue  # no span of this window can come close enough: do not align it
-        start, end = _align(q, text, lo, hi, slack)
+        start, end = _align(q, text, (lo, hi), slack, budget)
         if end <= start:
             continue
         score = float(fuzz.ratio(q, text[start:end]))
@@ -313,12 +332,13 @@ def relocate(
     """
     if not quote.text:
         return Relocation(NOT_FOUND)
+    budget = budget or Budget(_UNLIMITED)
     try:
-        places = _verbatim_places(quote, view)
+        places = _verbatim_places(quote, view, budget)
         if not places and len(quote.text) >= MIN_FUZZY_LENGTH:
             if max_fuzzy_chars is not None and len(quote.text) > max_fuzzy_chars:
                 return Relocation(TOO_LONG)
-            places = _fuzzy_places(quote, view, threshold, budget or Budget(_UNLIMITED))
+            places = _fuzzy_places(quote, view, threshold, budget)
     except OutOfBudgetError:
         return Relocation(BUDGET_EXCEEDED)
     except TooManyPlacesError:

@@ -11,29 +11,34 @@ chunk or now lie across two. :class:`DocumentView` reassembles the document from
 text; otherwise joining them in ``ordinal`` order) and folds it once, lazily, on first use.
 
 Views are a cache, bounded: with the folded text and its offset map a view costs two to three
-times the store's own copy of the text, and after a re-index nearly every cited document needs
-one. The least recently used views are dropped beyond ``max_view_chars`` characters of text and
-rebuilt when needed again.
+times the store's own copy of the text (more for text crafted to fold badly), and after a
+re-index nearly every cited document needs one. The least recently used views are dropped
+beyond ``max_view_bytes`` of memory (text, folded text and map, as measured) and rebuilt when
+needed again. A chunk update marks its document's view stale rather than dropping it: the next
+view is folded from the stale one (:func:`~exporter.checks.normalize.refold`), so a stream of
+updates to a long document costs what changed, not the document, each time.
 """
 
 from __future__ import annotations
 
+import sys
 from bisect import bisect_right
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from exporter.checks.normalize import FoldedText, fold_with_map
+from exporter.checks.normalize import FoldedText, fold_with_map, refold
 from exporter.records.schema import Chunk, ChunkDeletion
 
-__all__ = ["MAX_VIEW_CHARS", "ChunkStore", "DocumentView", "Placement"]
+__all__ = ["MAX_VIEW_BYTES", "ChunkStore", "DocumentView", "Placement"]
 
-# Characters of text held in cached document views (about 100-200 MB with their folded text and
-# offset maps); one document larger than this is still viewed, alone.
-MAX_VIEW_CHARS = 32_000_000
+# Memory held by cached document views; one document larger than this is still viewed, alone.
+MAX_VIEW_BYTES = 256 * 1024 * 1024
 
 # Joins chunks whose document offsets are unknown: whitespace, so a quote running from one chunk
 # into the next is still found (and reported as straddling).
 _SEPARATOR = "\n"
+# A Placement and its slot in the view's tuples.
+_PLACEMENT_BYTES = 72
 # Padding between chunks placed by offset is allowed up to the chunks' own text (or this much).
 _MIN_PADDING_ALLOWED = 4096
 
@@ -73,6 +78,17 @@ class DocumentView:
         if self._folded is None:
             self._folded = fold_with_map(self.text)
         return self._folded
+
+    def fold_from(self, previous: DocumentView) -> None:
+        """Fold this view reusing ``previous`` (an earlier view of the same document)."""
+        if previous._folded is not None and self._folded is None:
+            self._folded = refold(previous._folded, previous.text, self.text)
+
+    @property
+    def nbytes(self) -> int:
+        """Memory this view holds: its text, its folded text and map, its placements."""
+        folded = self._folded.nbytes if self._folded is not None else 0
+        return sys.getsizeof(self.text) + folded + _PLACEMENT_BYTES * len(self.placements)
 
     def chunks_holding(self, start: int, end: int) -> list[Placement]:
         """The chunks that contain the whole document span ``[start, end)``."""
@@ -155,37 +171,54 @@ def _assemble_by_offset(doc_id: str, version: str, chunks: list[Chunk]) -> Docum
 class ChunkStore:
     """Chunks by id, documents by id, and each document's live version."""
 
-    def __init__(self, max_view_chars: int = MAX_VIEW_CHARS) -> None:
+    def __init__(self, max_view_bytes: int = MAX_VIEW_BYTES) -> None:
         self._chunks: dict[str, Chunk] = {}
         self._documents: dict[str, dict[str, Chunk]] = {}
         self._versions: dict[str, str] = {}
-        self._views: OrderedDict[str, DocumentView] = OrderedDict()
-        self._view_chars = 0
-        self._max_view_chars = max_view_chars
+        # per document, how many live chunks each version has
+        self._version_counts: dict[str, dict[str, int]] = {}
+        # doc_id -> (view, bytes it holds, stale: its document changed since it was built)
+        self._views: OrderedDict[str, tuple[DocumentView, int, bool]] = OrderedDict()
+        self._view_bytes = 0
+        self._max_view_bytes = max_view_bytes
 
     def _forget_view(self, doc_id: str) -> None:
-        view = self._views.pop(doc_id, None)
-        if view is not None:
-            self._view_chars -= len(view.text)
+        cached = self._views.pop(doc_id, None)
+        if cached is not None:
+            self._view_bytes -= cached[1]
+
+    def _stale_view(self, doc_id: str) -> None:
+        cached = self._views.get(doc_id)
+        if cached is not None and not cached[2]:
+            self._views[doc_id] = (cached[0], cached[1], True)
 
     def apply(self, record: Chunk | ChunkDeletion) -> None:
-        """Apply one chunk record (an upsert) or deletion."""
+        """Apply one chunk record (an upsert) or deletion, in constant time."""
         old = self._chunks.pop(record.chunk_id, None)
         if old is not None:
             siblings = self._documents[old.doc_id]
             del siblings[old.chunk_id]
-            self._forget_view(old.doc_id)
+            counts = self._version_counts[old.doc_id]
+            counts[old.doc_version] -= 1
+            if not counts[old.doc_version]:
+                del counts[old.doc_version]
+            self._stale_view(old.doc_id)
             if not siblings:
                 del self._documents[old.doc_id]
                 del self._versions[old.doc_id]
-            elif all(c.doc_version != self._versions[old.doc_id] for c in siblings.values()):
+                del self._version_counts[old.doc_id]
+            elif self._versions[old.doc_id] not in counts:
                 # the newest version's last chunk went: fall back to the latest one written
                 self._versions[old.doc_id] = next(reversed(siblings.values())).doc_version
         if isinstance(record, Chunk):
             self._chunks[record.chunk_id] = record
             self._documents.setdefault(record.doc_id, {})[record.chunk_id] = record
+            counts = self._version_counts.setdefault(record.doc_id, {})
+            counts[record.doc_version] = counts.get(record.doc_version, 0) + 1
             self._versions[record.doc_id] = record.doc_version
-            self._forget_view(record.doc_id)
+            self._stale_view(record.doc_id)
+        if old is not None and old.doc_id not in self._documents:
+            self._forget_view(old.doc_id)  # the document is gone, not changed
 
     def chunk(self, chunk_id: str) -> Chunk | None:
         return self._chunks.get(chunk_id)
@@ -195,25 +228,31 @@ class ChunkStore:
         return self._versions.get(doc_id)
 
     def document(self, doc_id: str) -> DocumentView | None:
-        """The live document (chunks of its live version only), built once and cached."""
-        view = self._views.get(doc_id)
-        if view is not None:
+        """The live document (chunks of its live version only), folded, built once and cached."""
+        cached = self._views.get(doc_id)
+        if cached is not None and not cached[2]:
             self._views.move_to_end(doc_id)
-            return view
+            return cached[0]
         version = self._versions.get(doc_id)
         if version is None:
             return None
         chunks = [c for c in self._documents[doc_id].values() if c.doc_version == version]
-        view = self._views[doc_id] = _assemble(doc_id, version, chunks)
-        self._view_chars += len(view.text)
-        while self._view_chars > self._max_view_chars and len(self._views) > 1:
+        view = _assemble(doc_id, version, chunks)
+        if cached is not None:
+            view.fold_from(cached[0])  # only what changed since is folded again
+            self._forget_view(doc_id)
+        view.folded  # noqa: B018 - folded now, so the cache can count what the view holds
+        size = view.nbytes
+        self._views[doc_id] = (view, size, False)
+        self._view_bytes += size
+        while self._view_bytes > self._max_view_bytes and len(self._views) > 1:
             self._forget_view(next(iter(self._views)))
         return view
 
     @property
-    def view_chars(self) -> int:
-        """Characters of text held in cached document views."""
-        return self._view_chars
+    def view_bytes(self) -> int:
+        """Memory held by cached document views."""
+        return self._view_bytes
 
     @property
     def chunk_count(self) -> int:

@@ -116,6 +116,12 @@ def add_parser(commands: Any) -> None:
     sweep.add_argument(
         "--no-progress", action="store_true", help="no progress bar, even on a terminal"
     )
+    sweep.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="pass the gate when no valid citation was read (by default that is exit 2: an "
+        "empty or entirely broken archive is far more often a wrong or truncated file)",
+    )
     add_limit_options(sweep)
 
 
@@ -212,4 +218,9 @@ def run(args: argparse.Namespace) -> int:
         _write_summary(orjson.dumps(summary.to_json(args.fail_above)).decode() + "\n", report_to)
     else:
         _write_summary(summary.render_text(args.fail_above) + "\n", report_to)
+    if not summary.valid and not args.allow_empty:
+        raise UsageError(
+            f"no valid citation was read from {citations} ({summary.citations:,} invalid): "
+            "is this the right file? (--allow-empty passes an empty archive)"
+        )
     return EXIT_OK if summary.passed(args.fail_above) else EXIT_GATE_FAILED

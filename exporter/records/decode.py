@@ -150,13 +150,16 @@ def _span(obj: dict[str, Any]) -> tuple[int, int]:
     if span is None and "chunk_span" not in obj:
         raise RecordError("missing required field 'chunk_span'")
     raise RecordError(
-        f"'chunk_span' must be [start, end] with 0 <= start < end <= 2**53 - 1, "
-        f"got {preview(span)}"
+        f"'chunk_span' must be [start, end] with 0 <= start < end <= 2**53 - 1, got {preview(span)}"
     )
 
 
 def _quote(obj: dict[str, Any]) -> str:
-    quote = _required_str(obj, "quote")
+    """The quote: text, of any length (long ones are checked verbatim, see Limits)."""
+    quote = obj.get("quote")
+    if type(quote) is not str or not quote:
+        _required_str(obj, "quote")  # raises, naming what is wrong
+    assert type(quote) is str
     if quote.isspace():
         raise RecordError("'quote' must contain text, got only whitespace")
     return quote

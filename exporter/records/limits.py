@@ -12,14 +12,24 @@ from __future__ import annotations
 import reprlib
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_LIMITS", "MAX_ERROR_CHARS", "MAX_ID_CHARS", "Limits", "bounded", "preview"]
+__all__ = [
+    "DEFAULT_LIMITS",
+    "MAX_ERROR_BYTES",
+    "MAX_ERROR_CHARS",
+    "MAX_ID_CHARS",
+    "Limits",
+    "bounded",
+    "preview",
+]
 
 # Identifiers (citation, answer, document, chunk, version), topics, sources and chunker
 # fingerprints are copied into every verdict and some into labels: a megabyte id repeated in the
 # verdict of each of an answer's citations would turn one message into gigabytes of output.
 MAX_ID_CHARS = 1024
-# An error message is read by a person and travels in a DLQ header and a verdict line.
+# An error message is read by a person and travels in a DLQ header and a verdict line: at most
+# this many characters, and this many bytes of UTF-8 (four-byte emoji ids would quadruple it).
 MAX_ERROR_CHARS = 480
+MAX_ERROR_BYTES = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +88,10 @@ def preview(value: object) -> str:
 
 
 def bounded(message: str, limit: int = MAX_ERROR_CHARS) -> str:
-    """``message`` cut to ``limit`` characters, saying so when cut."""
-    if len(message) <= limit:
-        return message
-    return message[: limit - 12] + " [truncated]"
+    """``message`` cut to ``limit`` characters and MAX_ERROR_BYTES of UTF-8, saying so when cut."""
+    cut = message if len(message) <= limit else message[: limit - 12] + " [truncated]"
+    encoded = cut.encode("utf-8", "surrogatepass")
+    if len(encoded) <= MAX_ERROR_BYTES:
+        return cut
+    head = encoded[: MAX_ERROR_BYTES - 12].decode("utf-8", "ignore")
+    return head + " [truncated]"
