@@ -9,6 +9,7 @@ and the :class:`~exporter.records.limits.Limits` are enforced here, each named i
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
@@ -125,15 +126,18 @@ def decode_chunk(value: object, limits: Limits = DEFAULT_LIMITS) -> Chunk | Chun
         raise RecordError(
             f"'doc_offset' {doc_offset:,} is more than max_doc_offset={limits.max_doc_offset:,}"
         )
+    source, chunker = _optional_str(obj, "source"), _optional_str(obj, "chunker")
+    # a store holds millions of chunks sharing a few documents' ids, versions, sources and
+    # chunkers: one copy of each string instead of one per chunk
     return Chunk(
-        doc_id=_required_str(obj, "doc_id"),
-        doc_version=_required_str(obj, "doc_version"),
+        doc_id=sys.intern(_required_str(obj, "doc_id")),
+        doc_version=sys.intern(_required_str(obj, "doc_version")),
         chunk_id=chunk_id,
         text=text,
         ordinal=_optional_count(obj, "ordinal"),
         doc_offset=doc_offset,
-        source=_optional_str(obj, "source"),
-        chunker=_optional_str(obj, "chunker"),
+        source=None if source is None else sys.intern(source),
+        chunker=None if chunker is None else sys.intern(chunker),
     )
 
 
