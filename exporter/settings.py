@@ -94,6 +94,23 @@ class Settings(BaseSettings):
     metrics_host: str = "0.0.0.0"  # an exporter is scraped from other hosts
     metrics_port: int = Field(DEFAULT_METRICS_PORT, ge=0, le=65535)
 
+    @field_validator("threshold")
+    @classmethod
+    def _on_the_percent_scale(cls, value: float) -> float:
+        """0.98 for 98 is the likely slip (the similarity metric is a 0-1 ratio)."""
+        if value <= 1.0:
+            raise ValueError(
+                f"is a similarity on the 0-100 scale; {value:g} looks like a ratio "
+                f"(did you mean {value * 100:g}?)"
+            )
+        return value
+
+    @field_validator("ssl_cafile", "ssl_certfile", "ssl_keyfile", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        """``CITATION_EXPORTER_SSL_CAFILE=`` means no file, not the current directory."""
+        return None if isinstance(value, str) and not value.strip() else value
+
     @field_validator("high_severity_topics", "sources", mode="before")
     @classmethod
     def _comma_separated(cls, value: object) -> object:

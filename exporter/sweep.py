@@ -27,7 +27,7 @@ from exporter.checks.verdict import Status, Verdict
 from exporter.outputs.report import SweepSummary
 from exporter.outputs.verdicts import verdict_json
 from exporter.records.decode import RecordError, decode_chunk, decode_citations, parse_json
-from exporter.records.jsonl import InputError, Oversized, open_input, read_lines
+from exporter.records.jsonl import InputError, OutputError, Oversized, open_input, read_lines
 from exporter.records.limits import DEFAULT_LIMITS, Limits, bounded, preview
 from exporter.records.schema import Citation, InvalidCitation
 
@@ -191,6 +191,13 @@ def _in_process(job: _Job, batches: Iterator[_Batch]) -> Iterator[tuple[bytes, S
         yield _check_batch(batch)
 
 
+def _write(out: IO[bytes], verdicts: bytes) -> None:
+    try:
+        out.write(verdicts)
+    except OSError as exc:
+        raise OutputError(f"cannot write the verdicts: {exc.strerror or exc}") from None
+
+
 def run_sweep(
     store: ChunkStore,
     citations_path: str,
@@ -214,7 +221,7 @@ def run_sweep(
         try:
             for verdicts, partial in results:
                 if out is not None:
-                    out.write(verdicts)
+                    _write(out, verdicts)
                 summary.merge(partial)
                 if progress is not None:
                     progress(source.position())

@@ -604,22 +604,34 @@ def test_a_verdict_with_a_value_beyond_64_bits_is_still_written() -> None:
 
 
 @pytest.mark.parametrize(
-    "content",
+    ("which", "content", "said"),
     [
-        pytest.param(b"", id="empty .gz (a copy that never started)"),
-        pytest.param(gzip.compress(b"1\n2\n[]\n"), id="nothing but invalid lines"),
+        pytest.param("citations", b"", "no valid citations", id="empty .gz (a failed copy)"),
+        pytest.param(
+            "citations", gzip.compress(b"1\n2\n[]\n"), "no valid citations", id="all invalid"
+        ),
+        pytest.param("chunks", b"", "no chunk was loaded", id="empty chunk store"),
+        pytest.param("chunks", gzip.compress(b"{}\n"), "no chunk was loaded", id="no good chunk"),
     ],
 )
-def test_a_sweep_that_read_no_valid_citation_does_not_pass_the_gate(
-    files: dict[str, Path], tmp_path: Path, content: bytes, capsys: pytest.CaptureFixture[str]
+def test_a_sweep_with_nothing_to_judge_by_does_not_pass_the_gate(
+    files: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    *,
+    which: str,
+    content: bytes,
+    said: str,
 ) -> None:
-    archive = tmp_path / "citations.jsonl.gz"
-    archive.write_bytes(content)
-    files["citations"] = archive
+    damaged = tmp_path / f"{which}.jsonl.gz"
+    damaged.write_bytes(content)
+    files[which] = damaged
     with pytest.raises(SystemExit) as exit_info:
-        main(_sweep_args(files))
+        main(_sweep_args(files, "--format", "json"))
     assert exit_info.value.code == 2
-    assert "no valid citation was read" in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert said in captured.err
+    assert orjson.loads(captured.out)["passed"] is False, "the summary says what the status does"
     assert main(_sweep_args(files, "--allow-empty")) == 0
 
 
@@ -672,3 +684,18 @@ def test_a_flood_of_combining_marks_is_folded_in_bounded_units() -> None:
     folded = fold(flood)
     assert folded == fold_with_map(flood).text
     assert len(folded) >= len(flood) - 1 - len(flood) // 31  # at most one composition per unit
+
+
+def test_a_compressed_archive_on_stdin_is_read_as_what_it_is(files: dict[str, Path]) -> None:
+    """Found by walking the README: `--citations - < archive.jsonl.gz` gave 799 lines of
+    'not valid JSON'. Compression is told by gzip's magic bytes, not by the name."""
+    packed = gzip.compress(files["citations"].read_bytes())
+    command = ["sweep", "--chunks", str(files["chunks"]), "--citations", "-", "--format", "json"]
+    done = subprocess.run(
+        [sys.executable, "-m", "exporter.cli", *command],
+        input=packed,
+        capture_output=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert orjson.loads(done.stdout)["statuses"]["ok"] == 1

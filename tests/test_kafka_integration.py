@@ -174,6 +174,7 @@ def test_malformed_messages_go_to_the_dead_letter_topic_and_the_exporter_keeps_g
     assert b"'text' must be a string" in dict(chunk_letter.headers)["error"]
     oversized = next(r for r in letters if dict(r.headers)["reason"] == b"oversized")
     assert len(oversized.value) == 4096
+    assert dict(oversized.headers)["value_truncated"] == b"5000", "the original size"
     good_citations = sum(
         len(orjson.loads(v).get("citations", [1])) for _, v in good if v is not None
     )

@@ -72,4 +72,6 @@ def test_empty_sweep_reports_zero_ratios() -> None:
     summary = SweepSummary()
     assert summary.drift_ratio == 0.0 and summary.passed(0.0)
     assert summary.to_json(0.01)["citations"] == 0
+    assert "no chunk was loaded" in summary.render_text(0.01)
+    summary.chunks_loaded = 10
     assert "no valid citations were read" in summary.render_text(0.01)

@@ -512,3 +512,85 @@ def test_produce_without_a_broker_exits_2_naming_the_cause(tmp_path: Path) -> No
     assert done.returncode == 2
     assert f"nothing accepts connections at 127.0.0.1:{port}" in done.stderr
     assert "Unclosed" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_broker_lost_after_start_up_is_named_once_and_its_return_too(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Found by walking the README: after start-up an outage changed nothing /healthz said."""
+    from exporter.service import runtime
+    from exporter.service.runtime import Exporter
+
+    causes = iter(["nothing accepts connections at 127.0.0.1:1 (bootstrap_servers)"] * 3)
+
+    async def diagnose(settings: Settings) -> str | None:
+        return next(causes, None)
+
+    monkeypatch.setattr(runtime, "CONNECTION_CHECK_SECONDS", 0.01)
+    monkeypatch.setattr(runtime, "diagnose", diagnose)
+    running = Exporter(Settings(metrics_port=0, metrics_host="127.0.0.1"))
+    running.problem = None
+    seen: list[str | None] = []
+
+    async def watch() -> None:
+        stop = asyncio.Event()
+        task = asyncio.create_task(running._watch_connection(stop))
+        for _ in range(200):
+            await asyncio.sleep(0.005)
+            seen.append(running.problem)
+            if len(seen) > 20 and running.problem is None and any(seen):
+                break
+        stop.set()
+        await task
+
+    with caplog.at_level("WARNING", logger="exporter.service.runtime"):
+        try:
+            asyncio.run(watch())
+        finally:
+            running.http.stop()
+    assert any(problem and "nothing accepts connections" in problem for problem in seen)
+    assert running.problem is None, "cleared once the broker can be used again"
+    named = [r for r in caplog.records if "nothing accepts connections" in r.getMessage()]
+    assert len(named) == 2, "logged once when it began, once when it ended"
+    assert "can be used again" in named[-1].getMessage()
+
+
+# -- found by walking the README ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["0.98", "1"])
+def test_a_threshold_given_as_a_ratio_is_refused_with_the_likely_meaning(
+    clean_environment: pytest.MonkeyPatch, value: str
+) -> None:
+    clean_environment.setenv("CITATION_EXPORTER_THRESHOLD", value)
+    with pytest.raises(SettingsError, match="looks like a ratio"):
+        load_settings()
+
+
+def test_an_empty_tls_file_setting_means_none(clean_environment: pytest.MonkeyPatch) -> None:
+    clean_environment.setenv("CITATION_EXPORTER_SSL_CAFILE", "")
+    assert load_settings().ssl_cafile is None
+
+
+def test_a_sasl_mechanism_the_broker_lacks_is_said_plainly() -> None:
+    from aiokafka.errors import UnsupportedSaslMechanismError
+
+    error = UnsupportedSaslMechanismError("<AIOKafkaConnection host=127.0.0.1 port=1>")
+    sentence = explain(error, "127.0.0.1", 19094, _sasl_settings())
+    assert sentence == "Kafka at 127.0.0.1:19094 does not offer SASL SCRAM-SHA-512 (sasl_mechanism)"
+
+
+class _NoSuchTopic:
+    async def partitions_for(self, topic: str) -> set[int]:
+        from aiokafka.errors import UnknownTopicOrPartitionError
+
+        raise UnknownTopicOrPartitionError()
+
+
+def test_a_missing_topic_is_named_with_its_setting() -> None:
+    from exporter.service.clients import topic_partitions
+
+    settings = Settings(bootstrap_servers="k1:9092")
+    with pytest.raises(LookupError) as error:
+        asyncio.run(topic_partitions(_NoSuchTopic(), "rag.chunk", "chunks_topic", settings))  # type: ignore[arg-type]
+    assert str(error.value) == "topic 'rag.chunk' does not exist at k1:9092 (chunks_topic)"

@@ -51,6 +51,12 @@ def _fail(message: str) -> NoReturn:
     raise SystemExit(EXIT_USAGE)
 
 
+def _cancelled() -> type[BaseException]:
+    """asyncio's CancelledError (a BaseException) without importing asyncio for every command."""
+    asyncio = sys.modules.get("asyncio")
+    return asyncio.CancelledError if asyncio is not None else Exception
+
+
 def _flush_stdout() -> None:
     """Flush standard output now, so a full disk or a closed pipe is an error we report."""
     try:
@@ -74,7 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("citation-exporter: interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:  # a bug: say so, with the traceback, and never exit 1 (the gate)
+    except (Exception, BaseExceptionGroup, _cancelled()) as exc:
+        # a bug: say so, with the traceback, and never exit 1 (that is the gate's)
         traceback.print_exc()
         print(
             f"citation-exporter: internal error ({type(exc).__name__}); this is a bug, the "

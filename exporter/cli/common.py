@@ -91,6 +91,11 @@ def threshold(text: str) -> float:
     value = float(text)
     if not 0.0 < value <= 100.0:
         raise argparse.ArgumentTypeError(f"must be a similarity in (0, 100], got {text}")
+    if value <= 1.0:
+        raise argparse.ArgumentTypeError(
+            f"is a similarity on the 0-100 scale; {text} looks like a ratio "
+            f"(did you mean {value * 100:g}?)"
+        )
     return value
 
 

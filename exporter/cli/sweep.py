@@ -148,8 +148,9 @@ def _sweep_files(
         workdir = tempfile.TemporaryDirectory(prefix="citation-example-")
         paths = write_scenario(build_scenario(ScenarioConfig(answers=4000)), Path(workdir.name))
         print(
-            f"example: 4,000 answers over a store where some documents were re-chunked, "
-            f"re-extracted, refreshed, silently edited or deleted ({workdir.name})",
+            "example: 4,000 answers over a store where some documents were re-chunked, "
+            "re-extracted, refreshed, silently edited or deleted (in a temporary directory, "
+            "removed afterwards; `citation-exporter simulate --out DIR` writes one to keep)",
             file=sys.stderr,
         )
         return str(paths["chunks"]), str(paths["citations"]), workdir
@@ -197,8 +198,6 @@ def run(args: argparse.Namespace) -> int:
             store = load_store(chunks, summary, limits=limits)
         except InputError as exc:
             raise UsageError(f"cannot read --chunks {exc}") from None
-        except OSError as exc:
-            raise UsageError(f"cannot read --chunks {chunks}: {exc}") from None
         try:
             output = open_output(args.out, (chunks, citations)) if args.out else nullcontext(None)
             with output as out, _progress_bar(citations, not args.no_progress) as progress:
@@ -210,17 +209,18 @@ def run(args: argparse.Namespace) -> int:
         except InputError as exc:
             raise UsageError(f"cannot read --citations {exc}") from None
         except OutputError as exc:
-            raise UsageError(str(exc)) from None
-        except OSError as exc:
-            raise UsageError(f"cannot read --citations {citations} or write --out: {exc}") from None
+            where = "standard output" if args.out == "-" else args.out
+            raise UsageError(f"--out {where}: {exc}") from None
     report_to: IO[str] = sys.stderr if args.out == "-" else sys.stdout
+    allow_empty = args.allow_empty
     if args.format == "json":
-        _write_summary(orjson.dumps(summary.to_json(args.fail_above)).decode() + "\n", report_to)
+        report = orjson.dumps(summary.to_json(args.fail_above, allow_empty)).decode()
+        _write_summary(report + "\n", report_to)
     else:
-        _write_summary(summary.render_text(args.fail_above) + "\n", report_to)
-    if not summary.valid and not args.allow_empty:
-        raise UsageError(
-            f"no valid citation was read from {citations} ({summary.citations:,} invalid): "
-            "is this the right file? (--allow-empty passes an empty archive)"
+        _write_summary(
+            summary.render_text(args.fail_above, allow_empty=allow_empty) + "\n", report_to
         )
+    missing = summary.missing_input()
+    if missing is not None and not allow_empty:
+        raise UsageError(f"{missing} (--allow-empty passes a sweep with nothing to judge by)")
     return EXIT_OK if summary.passed(args.fail_above) else EXIT_GATE_FAILED

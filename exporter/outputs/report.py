@@ -153,10 +153,21 @@ class SweepSummary:
     def citations_per_second(self) -> float:
         return self.citations / self.elapsed_seconds if self.elapsed_seconds > 0 else 0.0
 
-    def passed(self, fail_above: float) -> bool:
+    def missing_input(self) -> str | None:
+        """Why this sweep read nothing to judge by, when it did (a gate must not pass then)."""
+        if not self.chunks_loaded:
+            return "no chunk was loaded: is this the right --chunks file?"
+        if not self.valid:
+            return "no valid citations were read: is this the right --citations file?"
+        return None
+
+    def passed(self, fail_above: float, allow_empty: bool = True) -> bool:
+        """The gate; without ``allow_empty``, a sweep with nothing to judge by fails it."""
+        if not allow_empty and self.missing_input() is not None:
+            return False
         return self.drift_ratio <= fail_above
 
-    def to_json(self, fail_above: float) -> dict[str, Any]:
+    def to_json(self, fail_above: float, allow_empty: bool = True) -> dict[str, Any]:
         return {
             "citations": self.citations,
             "valid_citations": self.valid,
@@ -168,7 +179,7 @@ class SweepSummary:
             "drift_ratio": self.drift_ratio,
             "superseded_ratio": self.superseded_ratio,
             "fail_above": fail_above,
-            "passed": self.passed(fail_above),
+            "passed": self.passed(fail_above, allow_empty),
             "repair_methods": dict(sorted(self.methods.items())),
             "shift": {
                 "known": sum(self.shifts.values()),
@@ -193,7 +204,9 @@ class SweepSummary:
             "citations_per_second": round(self.citations_per_second, 1),
         }
 
-    def render_text(self, fail_above: float | None, title: str = "citation sweep") -> str:
+    def render_text(
+        self, fail_above: float | None, title: str = "citation sweep", allow_empty: bool = True
+    ) -> str:
         """The report; without ``fail_above`` (a replay, the demo) there is no gate line."""
         total = self.citations
         lines = [
@@ -208,9 +221,10 @@ class SweepSummary:
             lines.append(f"  {status.value:<18}{count:>10,}  {share:7.2%}")
         gate = ""
         if fail_above is not None:
-            verdict = "PASS" if self.passed(fail_above) else "FAIL"
-            if not self.valid:
-                verdict += " (no valid citations were read: is this the right input?)"
+            verdict = "PASS" if self.passed(fail_above, allow_empty) else "FAIL"
+            missing = self.missing_input()
+            if missing is not None:
+                verdict += f" ({missing})"
             gate = f"   gate: fail above {fail_above:.2%} -> {verdict}"
         lines += [
             "",

@@ -38,6 +38,7 @@ __all__ = [
 
 # Read size while skipping the rest of an oversized line.
 _SKIP_CHUNK = 1 << 16
+_GZIP_MAGIC = b"\x1f\x8b"
 
 
 class InputError(OSError):
@@ -82,19 +83,32 @@ class Input:
 
 def _stdin() -> IO[bytes]:
     if sys.stdin is None or sys.stdin.closed:
-        raise InputError("standard input is closed")
+        raise InputError("-: standard input is closed")
     return sys.stdin.buffer
+
+
+def _is_gzip(raw: IO[bytes]) -> bool:
+    """Whether the stream starts with gzip's magic bytes (looked at, not consumed)."""
+    peek = getattr(raw, "peek", None)
+    return peek is not None and bytes(peek(2)[:2]) == _GZIP_MAGIC
 
 
 @contextmanager
 def open_input(path: str) -> Iterator[Input]:
-    """Open a ``.jsonl``/``.jsonl.gz`` file or ``-`` (stdin) for reading bytes.
+    """Open a JSONL file, plain or gzip-compressed, or ``-`` (stdin) for reading bytes.
 
-    Raises OSError (an :class:`InputError` for a closed stdin) when it cannot be opened.
+    Compression is recognised by gzip's magic bytes, whatever the name says: a ``.gz`` piped
+    into stdin, or a compressed file without the suffix, reads as what it is. Raises
+    :class:`InputError` naming ``path`` and why, when it cannot be opened.
     """
-    raw: IO[bytes] = _stdin() if path == "-" else open(path, "rb")  # noqa: SIM115
     try:
-        if path.endswith(".gz"):
+        raw: IO[bytes] = _stdin() if path == "-" else open(path, "rb")  # noqa: SIM115
+    except InputError:
+        raise
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror or exc}") from None
+    try:
+        if _is_gzip(raw) or (path.endswith(".gz") and not _is_empty(raw)):
             with gzip.GzipFile(fileobj=raw, mode="rb") as unzipped:
                 yield Input(unzipped, raw)  # type: ignore[arg-type]
         else:
@@ -102,6 +116,11 @@ def open_input(path: str) -> Iterator[Input]:
     finally:
         if path != "-":
             raw.close()
+
+
+def _is_empty(raw: IO[bytes]) -> bool:
+    peek = getattr(raw, "peek", None)
+    return peek is not None and not peek(1)
 
 
 def _readline(stream: IO[bytes], limit: int) -> bytes:
@@ -196,17 +215,23 @@ def _umask() -> int:
 def _replacing(path: str) -> Iterator[IO[bytes]]:
     """A temporary file next to ``path``, renamed onto it only when the block completes."""
     folder = os.path.dirname(os.path.abspath(path))
-    handle = tempfile.NamedTemporaryFile(  # noqa: SIM115 - renamed or removed below
-        "wb",
-        buffering=1 << 20,
-        dir=folder,
-        prefix=f".{os.path.basename(path)}.",
-        suffix=".partial",
-        delete=False,
-    )
     try:
-        with handle:
-            yield handle
+        handle = tempfile.NamedTemporaryFile(  # noqa: SIM115 - renamed or removed below
+            "wb",
+            buffering=1 << 20,
+            dir=folder,
+            prefix=f".{os.path.basename(path)}.",
+            suffix=".partial",
+            delete=False,
+        )
+    except OSError as exc:
+        raise OutputError(f"cannot create a file in {folder}: {exc.strerror or exc}") from None
+    try:
+        try:
+            with handle:
+                yield handle
+        except OSError as exc:  # what the file system said when the last bytes went out
+            raise OutputError(f"cannot write the file: {exc.strerror or exc}") from None
         try:
             mode = stat.S_IMODE(os.stat(path).st_mode)
         except OSError:
@@ -238,11 +263,22 @@ def open_output(path: str, inputs: Iterable[str] = ()) -> Iterator[IO[bytes]]:
         special = not stat.S_ISREG(os.stat(path).st_mode)
     except FileNotFoundError:
         special = False
-    target = open(path, "wb") if special else None  # noqa: SIM115
-    with target or _replacing(path) as raw:
-        if path.endswith(".gz"):
-            # the name in the gzip header is the output's, not the temporary file's
-            with gzip.GzipFile(path, mode="wb", compresslevel=5, fileobj=raw) as zipped:
-                yield zipped  # type: ignore[misc]
-        else:
-            yield raw
+    caller_failed = False
+    try:
+        target = open(path, "wb") if special else None  # noqa: SIM115
+        with target or _replacing(path) as raw:
+            stream: IO[bytes] = raw
+            if path.endswith(".gz"):
+                # the name in the gzip header is the output's, not the temporary file's
+                stream = gzip.GzipFile(path, mode="wb", compresslevel=5, fileobj=raw)  # type: ignore[assignment]
+            with stream:
+                try:
+                    yield stream
+                except BaseException:
+                    caller_failed = True
+                    raise
+    except OSError as exc:
+        if caller_failed or isinstance(exc, InputError | OutputError):
+            raise
+        # a device or pipe refusing the last bytes, when they are flushed on close
+        raise OutputError(f"cannot write the file: {exc.strerror or exc}") from None

@@ -2,15 +2,57 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.errors import IllegalStateError
+from aiokafka.errors import (
+    IllegalStateError,
+    KafkaError,
+    KafkaTimeoutError,
+    TopicAuthorizationFailedError,
+    UnknownTopicOrPartitionError,
+)
 
 from exporter.outputs.metrics import ExporterMetrics
 from exporter.settings import Settings, tls_context
 
-__all__ = ["connection_options", "make_consumer", "make_producer", "report_lag"]
+__all__ = [
+    "close",
+    "connection_options",
+    "make_consumer",
+    "make_producer",
+    "report_lag",
+    "topic_partitions",
+]
+
+
+log = logging.getLogger(__name__)
+
+# A client that cannot close in this long (its broker away) is left behind: the process ends.
+_CLOSE_SECONDS = 5.0
+
+
+async def close(client: Any) -> None:
+    """Stop an aiokafka client, started or not, whatever state the broker is in.
+
+    A consumer's ``stop()`` cancels its pending fetches and awaits them, so while the broker is
+    away it raises their CancelledError into the caller: swallowed here unless the caller itself
+    is being cancelled, so that SIGTERM during an outage still closes every client and exits 0.
+    """
+    try:
+        await asyncio.wait_for(client.stop(), _CLOSE_SECONDS)
+    except TimeoutError:
+        log.warning(
+            "%s did not close in %.0f s; left behind", type(client).__name__, _CLOSE_SECONDS
+        )
+    except (KafkaError, OSError) as exc:
+        log.debug("closing %s: %s", type(client).__name__, exc)
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise
 
 
 def connection_options(settings: Settings) -> dict[str, Any]:
@@ -28,6 +70,30 @@ def connection_options(settings: Settings) -> dict[str, Any]:
             settings.sasl_password.get_secret_value() if settings.sasl_password else None
         )
     return options
+
+
+async def topic_partitions(
+    producer: AIOKafkaProducer, topic: str, setting: str, settings: Settings
+) -> set[int]:
+    """A topic's partitions, or a LookupError naming the topic and its setting.
+
+    The producer's metadata lookup is aiokafka's public way to list them; for a topic that does
+    not exist it raises UnknownTopicOrPartitionError (or times out), which says neither which
+    topic nor which setting.
+    """
+    try:
+        partitions: set[int] | None = await producer.partitions_for(topic)
+    except TopicAuthorizationFailedError:
+        raise LookupError(
+            f"user {settings.sasl_username!r} may not read topic {topic!r} ({setting}, ACLs)"
+        ) from None
+    except (UnknownTopicOrPartitionError, KafkaTimeoutError):
+        partitions = None
+    if not partitions:
+        raise LookupError(
+            f"topic {topic!r} does not exist at {settings.bootstrap_servers} ({setting})"
+        )
+    return partitions
 
 
 def make_consumer(settings: Settings, **extra: Any) -> AIOKafkaConsumer:

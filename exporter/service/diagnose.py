@@ -63,7 +63,8 @@ def explain(exc: BaseException, host: str, port: int, settings: Settings) -> str
             "sasl_password)"
         )
     if isinstance(exc, UnsupportedSaslMechanismError):
-        return f"{where} does not offer SASL {settings.sasl_mechanism}: {exc} (sasl_mechanism)"
+        # aiokafka's own message is the repr of its connection object; say it plainly
+        return f"{where} does not offer SASL {settings.sasl_mechanism} (sasl_mechanism)"
     if isinstance(exc, ssl.SSLCertVerificationError):
         trusted = settings.ssl_cafile or "not set, so the system CAs"
         return (

@@ -40,7 +40,8 @@ class DeadLetter:
     """An input that could not be used (whole, or some of its citations).
 
     ``reason`` is a bounded label value; ``citations`` are the invalid citations of a message
-    whose other citations were checked (empty when the message as a whole was unusable).
+    whose other citations were checked (empty when the message as a whole was unusable);
+    ``truncated_from`` is the original size of a value cut to its head.
     """
 
     origin: Origin
@@ -49,6 +50,7 @@ class DeadLetter:
     reason: str
     error: str
     citations: tuple[InvalidCitation, ...] = field(default=())
+    truncated_from: int | None = None  # the size of ``value`` before it was cut to its head
 
     @property
     def indexes(self) -> list[int]:
@@ -112,6 +114,7 @@ def check_message(
                 "oversized",
                 f"message of {len(value):,} bytes exceeds max_message_bytes={max_bytes:,} "
                 "(value truncated in the dead letter)",
+                truncated_from=len(value),
             )
         )
         return result

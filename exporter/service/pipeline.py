@@ -115,7 +115,14 @@ class Pipeline:
                 f"message of {len(record.value):,} bytes exceeds max_message_bytes={limit:,} "
                 "(value truncated in the dead letter)"
             )
-            return DeadLetter(origin, record.value[:limit], record.key, "oversized", error)
+            return DeadLetter(
+                origin,
+                record.value[:limit],
+                record.key,
+                "oversized",
+                error,
+                truncated_from=len(record.value),
+            )
         try:
             chunk = decode_chunk(parse_json(record.value), self._policy.limits)
         except RecordError as exc:

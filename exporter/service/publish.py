@@ -75,9 +75,12 @@ class Publisher:
     async def dead_letter(self, letter: DeadLetter) -> Awaitable[Any]:
         headers = _headers(letter)
         value = letter.value
+        original = letter.truncated_from
         if value is not None and len(value) > MAX_DEAD_LETTER_VALUE:
-            headers.append(("value_truncated", str(len(value)).encode()))
+            original = original or len(value)
             value = value[:MAX_DEAD_LETTER_VALUE]
+        if original is not None:
+            headers.append(("value_truncated", str(original).encode()))
         key = letter.key[:_MAX_KEY] if letter.key is not None else None
         sent = await self._producer.send(self._dlq_topic, value, key=key, headers=headers)
         return asyncio.ensure_future(self._confirmed(sent, letter, headers))
@@ -99,7 +102,8 @@ class Publisher:
             )
             value = (letter.value or b"")[:_LAST_RESORT_VALUE]
             if not any(name == "value_truncated" for name, _ in headers):
-                headers = [*headers, ("value_truncated", str(len(letter.value or b"")).encode())]
+                original = letter.truncated_from or len(letter.value or b"")
+                headers = [*headers, ("value_truncated", str(original).encode())]
             key = (letter.key or b"")[:_LAST_RESORT_VALUE]
             again = await self._producer.send(self._dlq_topic, value, key=key, headers=headers)
             return await again

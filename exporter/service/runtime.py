@@ -28,7 +28,7 @@ from exporter.outputs.metrics import ExporterMetrics, SourceLabels
 from exporter.records.limits import preview
 from exporter.service.answers import AnswerChecker
 from exporter.service.chunks import ChunkFollower
-from exporter.service.clients import make_consumer, make_producer
+from exporter.service.clients import close, make_consumer, make_producer, topic_partitions
 from exporter.service.control import ControlListener
 from exporter.service.diagnose import diagnose
 from exporter.service.http import MetricsServer
@@ -44,6 +44,10 @@ __all__ = ["Exporter"]
 log = logging.getLogger(__name__)
 
 _MAX_BACKOFF_SECONDS = 30.0
+# On SIGTERM, how long the batch in hand (and then its commit) may take to finish.
+SHUTDOWN_GRACE_SECONDS = 10.0
+# How often a running exporter checks that the broker can still be used.
+CONNECTION_CHECK_SECONDS = 30.0
 # The same problem is logged again after this long (a reminder during a long outage).
 _PROBLEM_REMINDER_SECONDS = 300.0
 
@@ -79,7 +83,7 @@ class Exporter:
     def is_ready(self) -> bool:
         return self._ready
 
-    def _report(self, problem: str) -> None:
+    def _report(self, problem: str, then: str = "retrying with backoff until it is fixed") -> None:
         """Serve ``problem`` on /healthz and /readyz; log it when new (or as a reminder)."""
         self.problem = problem
         now = time.monotonic()
@@ -88,7 +92,7 @@ class Exporter:
             if last == problem and now - at < _PROBLEM_REMINDER_SECONDS:
                 return
         self._logged_problem = (problem, now)
-        log.error("%s; retrying with backoff until it is fixed", problem)
+        log.error("%s; %s", problem, then)
 
     def offline_pipeline(self) -> Pipeline:
         """The pipeline over a fresh store, ready at once: for replays and the demo."""
@@ -173,7 +177,7 @@ class Exporter:
         sweeps = SweepRunner(
             lambda: make_consumer(settings),
             settings.answers_topic,
-            lambda: producer.partitions_for(settings.answers_topic),
+            lambda: topic_partitions(producer, settings.answers_topic, "answers_topic", settings),
             pipeline=lambda: pipeline,
             metrics=self.metrics,
             publisher=publisher,
@@ -181,11 +185,11 @@ class Exporter:
         try:
             for client in (producer, chunk_consumer):
                 await client.start()
-            self.problem, self._logged_problem = None, None
             follower = ChunkFollower(chunk_consumer, settings.chunks_topic, pipeline, self.metrics)
-            # the producer's metadata lookup is aiokafka's public way to list a topic's
-            # partitions; a missing topic raises after its request timeout, and is retried
-            await follower.assign(await producer.partitions_for(settings.chunks_topic))
+            await follower.assign(
+                await topic_partitions(producer, settings.chunks_topic, "chunks_topic", settings)
+            )
+            self.problem = None  # connected, and the store is loading: /readyz says so
             following = asyncio.create_task(
                 self._follow(follower, publisher, stop), name="chunk follower"
             )
@@ -194,6 +198,7 @@ class Exporter:
             if stop.is_set():
                 return
             self._ready = True
+            self._logged_problem = None  # a problem from now on is news
             watch.arm()
             for client in (answer_consumer, control_consumer):
                 await client.start()
@@ -205,6 +210,9 @@ class Exporter:
             background.append(
                 asyncio.create_task(self._watch_reindex(watch, sweeps, stop), name="re-index watch")
             )
+            background.append(
+                asyncio.create_task(self._watch_connection(stop), name="connection watch")
+            )
             checker = AnswerChecker(
                 answer_consumer,
                 settings.answers_topic,
@@ -214,7 +222,10 @@ class Exporter:
             )
             checker.subscribe()
             await self._check(checker, background, stop)
-            await checker.commit()
+            try:
+                await asyncio.wait_for(checker.commit(), SHUTDOWN_GRACE_SECONDS)
+            except TimeoutError:
+                log.warning("stopping: offsets not committed in time; the last batch is read again")
         finally:
             self._ready = False
             self.metrics.ready.set(0)
@@ -224,8 +235,32 @@ class Exporter:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
             for client in reversed(clients):
-                with contextlib.suppress(KafkaError, OSError):
-                    await client.stop()
+                await close(client)
+
+    async def _watch_connection(self, stop: asyncio.Event) -> None:
+        """Find out, while running, when the broker can no longer be used, and why.
+
+        The clients reconnect by themselves during an outage and raise nothing, so on their
+        own an outage after start-up shows only as aiokafka's repeated lines. Every
+        CONNECTION_CHECK_SECONDS the broker is connected to once more, as at start-up: a cause is
+        logged once and served on /healthz and /readyz (readiness itself stays: the store is
+        loaded and checking resumes by itself), and its end is logged too.
+        """
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), CONNECTION_CHECK_SECONDS)
+            if stop.is_set():
+                return
+            try:
+                cause = await diagnose(self.settings)
+            except Exception as probe_error:  # the probe must never be the next problem
+                log.debug("diagnosis failed: %r", probe_error)
+                continue
+            if cause is not None:
+                self._report(cause, "checks resume by themselves once it is fixed")
+            elif self.problem is not None:
+                log.warning("Kafka can be used again (%s)", self.problem)
+                self.problem, self._logged_problem = None, None
 
     @staticmethod
     async def _watch_reindex(watch: ReindexWatch, sweeps: SweepRunner, stop: asyncio.Event) -> None:
@@ -278,10 +313,34 @@ class Exporter:
                     task.result()  # a background loop failed: restart everything
                     raise LookupError(f"{task.get_name()} stopped")
             try:
-                await checker.poll()
+                await self._unless_stopped(checker.poll(), stop)
                 backoff.reset()
             except KafkaError as exc:
                 await backoff.wait(stop, f"verdicts not delivered, batch will be re-checked: {exc}")
+
+    @staticmethod
+    async def _unless_stopped(work: Awaitable[object], stop: asyncio.Event) -> None:
+        """``work``, given SHUTDOWN_GRACE_SECONDS to finish once ``stop`` is set, then cancelled.
+
+        A poll blocks without a timeout while the consumer group has no coordinator (a broker
+        outage at the wrong moment): SIGTERM must still end the process. A batch in hand
+        normally finishes and is committed; one cut short is checked again (at least once).
+        """
+        task = asyncio.ensure_future(work)
+        stopping = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if not task.done():
+                await asyncio.wait({task}, timeout=SHUTDOWN_GRACE_SECONDS)
+        finally:
+            stopping.cancel()
+            if not task.done():
+                task.cancel()
+                log.warning("stopping: the batch in hand is left to be checked again")
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        if not task.cancelled():
+            task.result()  # its errors are the caller's (a KafkaError is retried)
 
 
 class _Backoff:

@@ -31,6 +31,7 @@ from exporter.checks.verdict import Status
 from exporter.outputs.metrics import ExporterMetrics
 from exporter.outputs.report import SweepSummary
 from exporter.service.answers import YIELD_SECONDS
+from exporter.service.clients import close
 from exporter.service.fetching import Fetcher
 from exporter.service.pipeline import Pipeline
 from exporter.service.publish import Publisher
@@ -162,7 +163,7 @@ class SweepRunner:
                 progress = sum(done[tp] - beginnings[tp] for tp in assigned) / work
                 self._metrics.sweep_progress.set(min(1.0, progress))
         finally:
-            await consumer.stop()
+            await close(consumer)
         duration = time.monotonic() - started
         for status in Status:
             self._metrics.sweep_citations.labels(status.value).set(summary.statuses[status])
