@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -141,6 +141,36 @@ async def _consume(bootstrap: str, topic: str, count: int, seconds: float) -> li
 def consume(bootstrap: str, topic: str, count: int, seconds: float = 60.0) -> list[Any]:
     """Read a topic from the beginning until ``count`` records (or time) are seen."""
     return asyncio.run(_consume(bootstrap, topic, count, seconds))
+
+
+async def _end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None)
+    await consumer.start()
+    try:
+        ends = await consumer.end_offsets([TopicPartition(topic, p) for p in range(partitions)])
+    finally:
+        await consumer.stop()
+    return {tp.partition: offset for tp, offset in ends.items()}
+
+
+def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
+    """The high water mark of each partition of ``topic``."""
+    return asyncio.run(_end_offsets(bootstrap, topic, partitions))
+
+
+async def _committed(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        offsets = await admin.list_consumer_group_offsets(group)
+    finally:
+        await admin.close()
+    return {(tp.topic, tp.partition): meta.offset for tp, meta in offsets.items()}
+
+
+def committed(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
+    """The group's committed offsets, by (topic, partition)."""
+    return asyncio.run(_committed(bootstrap, group))
 
 
 def chunk_messages(path: Path) -> list[tuple[bytes | None, bytes | None]]:

@@ -22,8 +22,10 @@ from kafka_support import (
     Topics,
     answer_messages,
     chunk_messages,
+    committed,
     consume,
     create_topics,
+    end_offsets,
     expected_verdicts,
     produce,
     total,
@@ -109,30 +111,6 @@ def _always_ready(exporter: ExporterProcess, stop: threading.Event, seen: list[f
         time.sleep(0.2)
 
 
-def _committed(bootstrap: str, topics: Topics, group: str, partitions: int) -> list[int]:
-    """Per answer partition: the group's committed offset minus the partition's end offset."""
-    import asyncio
-
-    from aiokafka import AIOKafkaConsumer, TopicPartition
-    from aiokafka.admin import AIOKafkaAdminClient
-
-    async def read() -> list[int]:
-        wanted = [TopicPartition(topics.answers, p) for p in range(partitions)]
-        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap)
-        await admin.start()
-        await consumer.start()
-        try:
-            committed = await admin.list_consumer_group_offsets(group)
-            ends = await consumer.end_offsets(wanted)
-            return [(committed[tp].offset if tp in committed else 0) - ends[tp] for tp in wanted]
-        finally:
-            await consumer.stop()
-            await admin.close()
-
-    return asyncio.run(read())
-
-
 def test_poison_mid_stream_is_dead_lettered_and_everything_after_it_is_checked(
     bootstrap: str, scenario: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -208,8 +186,10 @@ def test_poison_mid_stream_is_dead_lettered_and_everything_after_it_is_checked(
     assert any(b"max_doc_offset" in dict(letter.headers)["error"] for letter in letters)
     assert any(b"max_citations_per_answer" in dict(letter.headers)["error"] for letter in letters)
 
-    behind = _committed(bootstrap, topics, group, partitions=2)
-    assert behind == [0, 0], "everything, poison included, was committed past"
+    ends = end_offsets(bootstrap, topics.answers, 2)
+    assert committed(bootstrap, group) == {(topics.answers, p): ends[p] for p in ends}, (
+        "everything, poison included, was committed past"
+    )
 
 
 def _slow_archive(bootstrap: str, topics: Topics, scenario: dict[str, Path]) -> int:

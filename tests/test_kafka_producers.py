@@ -22,16 +22,17 @@ from typing import Any
 
 import orjson
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.errors import CorruptRecordException
 from kafka_support import (
     ExporterProcess,
     Topics,
     answer_messages,
     chunk_messages,
+    committed,
     consume,
     create_topics,
+    end_offsets,
     expected_verdicts,
     produce,
     total,
@@ -150,35 +151,6 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 # ---------------------------------------------------------------------------------------------
 # the broker's side: offsets, committed offsets, and record batches as they lie on its disk
-
-
-async def _end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None)
-    await consumer.start()
-    try:
-        ends = await consumer.end_offsets([TopicPartition(topic, p) for p in range(partitions)])
-    finally:
-        await consumer.stop()
-    return {tp.partition: offset for tp, offset in ends.items()}
-
-
-def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
-    return asyncio.run(_end_offsets(bootstrap, topic, partitions))
-
-
-async def _committed(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        offsets = await admin.list_consumer_group_offsets(group)
-    finally:
-        await admin.close()
-    return {(tp.topic, tp.partition): meta.offset for tp, meta in offsets.items()}
-
-
-def committed(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
-    """The group's committed offsets, by (topic, partition)."""
-    return asyncio.run(_committed(bootstrap, group))
 
 
 async def _read_until_error(bootstrap: str, topic: str, seconds: float) -> tuple[int, Any]:
