@@ -28,7 +28,7 @@ from exporter.outputs.report import SweepSummary
 from exporter.outputs.verdicts import verdict_json
 from exporter.records.decode import RecordError, decode_chunk, decode_citations, parse_json
 from exporter.records.jsonl import InputError, OutputError, Oversized, open_input, read_lines
-from exporter.records.limits import DEFAULT_LIMITS, Limits, bounded, preview
+from exporter.records.limits import DEFAULT_LIMITS, Limits, failure
 from exporter.records.schema import Citation, InvalidCitation
 
 __all__ = ["load_store", "oversized_line", "run_sweep"]
@@ -39,10 +39,6 @@ _BATCH_LINES = 2048
 _BATCH_BYTES = 4 << 20
 # Batches in flight per worker process.
 _IN_FLIGHT_PER_JOB = 4
-
-
-def _failure(exc: Exception) -> str:
-    return bounded(f"reading failed: {type(exc).__name__}: {preview(str(exc))}")
 
 
 def oversized_line(line: Oversized, limits: Limits) -> str:
@@ -71,7 +67,7 @@ def load_store(
                         raise RecordError(oversized_line(line, limits))
                     store.apply(decode_chunk(parse_json(line), limits))
                 except Exception as exc:  # one record never stops the load
-                    message = str(exc) if isinstance(exc, RecordError) else _failure(exc)
+                    message = str(exc) if isinstance(exc, RecordError) else failure("reading", exc)
                     summary.invalid_chunk_records += 1
                     summary.note_error(f"{path}:{number}: {message}")
         except InputError as exc:
@@ -112,7 +108,7 @@ def _items(line: bytes | Oversized, limits: Limits) -> Iterator[Citation | Inval
     try:
         yield from decode_citations(value, limits)
     except Exception as exc:  # a decoder bug must not stop the sweep
-        yield InvalidCitation(_failure(exc), reason="check_failed")
+        yield InvalidCitation(failure("reading", exc), reason="check_failed")
 
 
 def _verdict(item: Citation | InvalidCitation, store: ChunkStore, policy: Policy) -> Verdict:

@@ -28,7 +28,7 @@ from exporter.checks.normalize import fold
 from exporter.checks.relocate import FOUND, Budget, Place, relocate
 from exporter.checks.store import ChunkStore, DocumentView
 from exporter.checks.verdict import Action, FailedCheck, Repair, Status, Verdict
-from exporter.records.limits import DEFAULT_LIMITS, Limits, bounded, preview
+from exporter.records.limits import DEFAULT_LIMITS, Limits, failure
 from exporter.records.schema import Chunk, Citation, InvalidCitation
 
 __all__ = [
@@ -77,7 +77,7 @@ def invalid_verdict(item: InvalidCitation) -> Verdict:
 def check_failed(citation: Citation, exc: Exception, index: int | None = None) -> InvalidCitation:
     """A citation whose check raised (a bug): reported like a bad record, never fatal."""
     return InvalidCitation(
-        bounded(f"checking failed: {type(exc).__name__}: {preview(str(exc))}"),
+        failure("checking", exc),
         citation.citation_id,
         citation.answer_id,
         citation.doc_id,

@@ -19,6 +19,7 @@ __all__ = [
     "MAX_ID_CHARS",
     "Limits",
     "bounded",
+    "failure",
     "preview",
 ]
 
@@ -95,3 +96,8 @@ def bounded(message: str, limit: int = MAX_ERROR_CHARS) -> str:
         return cut
     head = encoded[: MAX_ERROR_BYTES - 12].decode("utf-8", "ignore")
     return head + " [truncated]"
+
+
+def failure(doing: str, exc: BaseException) -> str:
+    """The error of an input whose handling raised (a bug): short, and naming the exception."""
+    return bounded(f"{doing} failed: {type(exc).__name__}: {preview(str(exc))}")

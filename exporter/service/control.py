@@ -17,7 +17,7 @@ from aiokafka.errors import KafkaError
 
 from exporter.outputs.metrics import ExporterMetrics
 from exporter.records.decode import RecordError, parse_json
-from exporter.records.limits import MAX_ID_CHARS, bounded, preview
+from exporter.records.limits import MAX_ID_CHARS, failure, preview
 from exporter.service.fetching import Fetcher
 from exporter.service.messages import DeadLetter, Origin
 from exporter.service.publish import Publisher
@@ -75,7 +75,7 @@ class ControlListener:
         except RecordError as exc:
             return DeadLetter(origin, record.value, record.key, "invalid_record", str(exc))
         except Exception as exc:  # nothing one message holds may stop the listener
-            error = bounded(f"handling failed: {type(exc).__name__}: {preview(str(exc))}")
+            error = failure("handling", exc)
             return DeadLetter(origin, record.value, record.key, "check_failed", error)
         log.info("sweep requested on %s: %s", self._topic, preview(reason))
         return self._sweeps.request(reason[:MAX_ID_CHARS])

@@ -19,7 +19,7 @@ from exporter.records.decode import RecordError, decode_citations, parse_json
 from exporter.records.limits import bounded
 from exporter.records.schema import Citation, InvalidCitation
 
-__all__ = ["CheckedMessage", "DeadLetter", "Origin", "check_message"]
+__all__ = ["CheckedMessage", "DeadLetter", "Origin", "check_message", "oversized"]
 
 # A dead letter lists the errors of at most this many of its invalid citations (all are counted
 # in its headers); the error stays one short line however many there are.
@@ -72,6 +72,20 @@ class CheckedMessage:
     seconds: list[float]
 
 
+def oversized(origin: Origin, value: bytes, key: bytes | None, max_bytes: int) -> DeadLetter:
+    """The dead letter of a message above max_message_bytes, with its head (the whole message
+    stays on its source topic; the head is enough to find its producer)."""
+    return DeadLetter(
+        origin,
+        value[:max_bytes],
+        key,
+        "oversized",
+        f"message of {len(value):,} bytes exceeds max_message_bytes={max_bytes:,} "
+        "(value truncated in the dead letter)",
+        truncated_from=len(value),
+    )
+
+
 def _letter(
     origin: Origin, value: bytes, key: bytes | None, invalid: list[InvalidCitation]
 ) -> DeadLetter:
@@ -105,18 +119,7 @@ def check_message(
         )
         return result
     if len(value) > max_bytes:
-        # the head is kept so the producer can be found; the whole value would not fit the DLQ
-        result.dead_letters.append(
-            DeadLetter(
-                origin,
-                value[:max_bytes],
-                key,
-                "oversized",
-                f"message of {len(value):,} bytes exceeds max_message_bytes={max_bytes:,} "
-                "(value truncated in the dead letter)",
-                truncated_from=len(value),
-            )
-        )
+        result.dead_letters.append(oversized(origin, value, key, max_bytes))
         return result
     try:
         parsed = parse_json(value)

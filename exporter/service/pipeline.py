@@ -19,9 +19,15 @@ from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status, Verdict
 from exporter.outputs.metrics import ExporterMetrics
 from exporter.records.decode import RecordError, decode_chunk, parse_json
-from exporter.records.limits import bounded, preview
+from exporter.records.limits import failure
 from exporter.records.schema import Chunk, ChunkDeletion
-from exporter.service.messages import CheckedMessage, DeadLetter, Origin, check_message
+from exporter.service.messages import (
+    CheckedMessage,
+    DeadLetter,
+    Origin,
+    check_message,
+    oversized,
+)
 from exporter.service.reindex import ReindexWatch
 
 __all__ = ["Checked", "LocalRecord", "Pipeline", "Record"]
@@ -63,10 +69,6 @@ class Checked:
     dead_letters: list[DeadLetter] = field(default_factory=list)
 
 
-def _failure(exc: Exception) -> str:
-    return bounded(f"handling failed: {type(exc).__name__}: {preview(str(exc))}")
-
-
 class Pipeline:
     """The store, the policy and the metrics, applied to one message at a time."""
 
@@ -98,7 +100,9 @@ class Pipeline:
             letter = self._apply_chunk(record)
         except Exception as exc:  # nothing one record holds may stop the store's loading
             origin = Origin(record.topic, record.partition, record.offset)
-            letter = DeadLetter(origin, record.value, record.key, "check_failed", _failure(exc))
+            letter = DeadLetter(
+                origin, record.value, record.key, "check_failed", failure("handling", exc)
+            )
         if letter is not None:
             self._metrics.invalid(record.topic, letter.reason)
         return letter
@@ -111,18 +115,7 @@ class Pipeline:
         origin = Origin(record.topic, record.partition, record.offset)
         limit = self._policy.limits.max_message_bytes
         if len(record.value) > limit:
-            error = (
-                f"message of {len(record.value):,} bytes exceeds max_message_bytes={limit:,} "
-                "(value truncated in the dead letter)"
-            )
-            return DeadLetter(
-                origin,
-                record.value[:limit],
-                record.key,
-                "oversized",
-                error,
-                truncated_from=len(record.value),
-            )
+            return oversized(origin, record.value, record.key, limit)
         try:
             chunk = decode_chunk(parse_json(record.value), self._policy.limits)
         except RecordError as exc:
@@ -145,7 +138,9 @@ class Pipeline:
                 record.value, record.key, origin, store=self.store, policy=self._policy
             )
         except Exception as exc:  # nothing one message holds may stop the checks
-            letter = DeadLetter(origin, record.value, record.key, "check_failed", _failure(exc))
+            letter = DeadLetter(
+                origin, record.value, record.key, "check_failed", failure("handling", exc)
+            )
             checked = CheckedMessage([], [letter], [])
         result = Checked(origin, checked.verdicts)
         inline = mode == "inline"
