@@ -21,7 +21,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import IO
 
-from exporter.checks.engine import Policy, check_citation, check_failed, invalid_verdict
+from exporter.checks.engine import Policy, check_or_report, invalid_verdict
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status, Verdict
 from exporter.outputs.report import SweepSummary
@@ -31,7 +31,7 @@ from exporter.records.jsonl import InputError, OutputError, Oversized, open_inpu
 from exporter.records.limits import DEFAULT_LIMITS, Limits, failure
 from exporter.records.schema import Citation, InvalidCitation
 
-__all__ = ["load_store", "oversized_line", "run_sweep"]
+__all__ = ["load_store", "run_sweep"]
 
 # Lines per batch: large enough to amortise inter-process transfer, small enough for progress.
 _BATCH_LINES = 2048
@@ -39,13 +39,6 @@ _BATCH_LINES = 2048
 _BATCH_BYTES = 4 << 20
 # Batches in flight per worker process.
 _IN_FLIGHT_PER_JOB = 4
-
-
-def oversized_line(line: Oversized, limits: Limits) -> str:
-    return (
-        f"line of {line.size:,} bytes is longer than "
-        f"max_message_bytes={limits.max_message_bytes:,}; not read"
-    )
 
 
 def load_store(
@@ -64,7 +57,7 @@ def load_store(
             for number, line in read_lines(source.stream, limits.max_message_bytes):
                 try:
                     if isinstance(line, Oversized):
-                        raise RecordError(oversized_line(line, limits))
+                        raise RecordError(line.describe(limits.max_message_bytes))
                     store.apply(decode_chunk(parse_json(line), limits))
                 except Exception as exc:  # one record never stops the load
                     message = str(exc) if isinstance(exc, RecordError) else failure("reading", exc)
@@ -98,7 +91,7 @@ def _set_job(job: _Job) -> None:
 def _items(line: bytes | Oversized, limits: Limits) -> Iterator[Citation | InvalidCitation]:
     """The citations of one line; whatever goes wrong becomes an invalid item, never an error."""
     if isinstance(line, Oversized):
-        yield InvalidCitation(oversized_line(line, limits), reason="oversized")
+        yield InvalidCitation(line.describe(limits.max_message_bytes), reason="oversized")
         return
     try:
         value = parse_json(line)
@@ -114,10 +107,10 @@ def _items(line: bytes | Oversized, limits: Limits) -> Iterator[Citation | Inval
 def _verdict(item: Citation | InvalidCitation, store: ChunkStore, policy: Policy) -> Verdict:
     """The verdict of one item; a check that raises yields an invalid verdict naming the error."""
     if type(item) is Citation:
-        try:
-            return check_citation(item, store, policy)
-        except Exception as exc:  # one citation never stops the sweep
-            item = check_failed(item, exc)
+        outcome = check_or_report(item, store, policy)
+        if isinstance(outcome, Verdict):
+            return outcome
+        item = outcome
     assert isinstance(item, InvalidCitation)
     return invalid_verdict(item)
 

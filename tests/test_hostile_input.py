@@ -131,7 +131,7 @@ def test_a_check_that_raises_becomes_one_invalid_verdict_and_the_sweep_goes_on(
             raise MemoryError("a terabyte of padding")
         return real(item, *args)
 
-    monkeypatch.setattr(exporter.sweep, "check_citation", fragile)
+    monkeypatch.setattr(exporter.checks.engine, "check_citation", fragile)
     _jsonl(files["citations"], [_good_citation(citation_id="bomb"), _good_citation()])
     out = tmp_path / "verdicts.jsonl"
     assert main(_sweep_args(files, "--out", str(out))) == 0
@@ -149,7 +149,7 @@ def test_in_the_service_a_message_whose_check_raises_is_dead_lettered_and_counte
     registry = CollectorRegistry()
     metrics = ExporterMetrics(registry, SourceLabels(), "test")
     pipeline = Pipeline(store_of(GOOD_CHUNK), Policy(), metrics)
-    monkeypatch.setattr("exporter.service.messages.check_citation", explode)
+    monkeypatch.setattr("exporter.checks.engine.check_citation", explode)
     checked = pipeline.answer(LocalRecord("answers", 0, 5, None, orjson.dumps(_good_citation())))
     [letter] = checked.dead_letters
     assert letter.reason == "check_failed" and "MemoryError" in letter.error

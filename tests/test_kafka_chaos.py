@@ -111,6 +111,17 @@ def _always_ready(exporter: ExporterProcess, stop: threading.Event, seen: list[f
         time.sleep(0.2)
 
 
+def _invalid_by_reason(samples: dict[Any, float], topic: str) -> dict[str, float]:
+    """The dead-lettered messages of one topic, by reason (reasons never seen left out)."""
+    return {
+        dict(labels)["reason"]: value
+        for (name, labels), value in samples.items()
+        if name == "citation_exporter_invalid_events_total"
+        and dict(labels)["topic"] == topic
+        and value
+    }
+
+
 def test_poison_mid_stream_is_dead_lettered_and_everything_after_it_is_checked(
     bootstrap: str, scenario: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -163,23 +174,9 @@ def test_poison_mid_stream_is_dead_lettered_and_everything_after_it_is_checked(
     assert total(samples, "citation_checks_total", mode="inline") == expected + len(bombs)
     repaired = total(samples, "citation_drift_failures_total", mode="inline", outcome="repaired")
     assert repaired >= len(bombs), "the near-copies were repaired, not given up on"
-    chunk_invalid = {
-        dict(labels)["reason"]: value
-        for (name, labels), value in samples.items()
-        if name == "citation_exporter_invalid_events_total"
-        and dict(labels)["topic"] == topics.chunks
-        and value
-    }
-    assert chunk_invalid == {"invalid_record": 2, "invalid_json": 1}
-    answer_invalid = {
-        dict(labels)["reason"]: value
-        for (name, labels), value in samples.items()
-        if name == "citation_exporter_invalid_events_total"
-        and dict(labels)["topic"] == topics.answers
-        and value
-    }
+    assert _invalid_by_reason(samples, topics.chunks) == {"invalid_record": 2, "invalid_json": 1}
     # the scenario has no invalid lines: only the two poisons, one dead letter each
-    assert answer_invalid == {"oversized": 1, "invalid_record": 1}
+    assert _invalid_by_reason(samples, topics.answers) == {"oversized": 1, "invalid_record": 1}
     letters = consume(bootstrap, topics.dlq, 5)
     assert len(letters) == 5
     assert all(len(dict(letter.headers)["error"]) < 1024 for letter in letters)

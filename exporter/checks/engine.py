@@ -35,7 +35,7 @@ __all__ = [
     "DEFAULT_HIGH_SEVERITY_TOPICS",
     "Policy",
     "check_citation",
-    "check_failed",
+    "check_or_report",
     "invalid_verdict",
 ]
 
@@ -74,16 +74,22 @@ def invalid_verdict(item: InvalidCitation) -> Verdict:
     )
 
 
-def check_failed(citation: Citation, exc: Exception, index: int | None = None) -> InvalidCitation:
-    """A citation whose check raised (a bug): reported like a bad record, never fatal."""
-    return InvalidCitation(
-        failure("checking", exc),
-        citation.citation_id,
-        citation.answer_id,
-        citation.doc_id,
-        index,
-        reason="check_failed",
-    )
+def check_or_report(
+    citation: Citation, store: ChunkStore, policy: Policy, index: int | None = None
+) -> Verdict | InvalidCitation:
+    """:func:`check_citation`, with a check that raises (a bug) reported like a bad record
+    (reason ``check_failed``, ``index`` its place in its answer), never fatal."""
+    try:
+        return check_citation(citation, store, policy)
+    except Exception as exc:  # one citation never stops the sweep or the service
+        return InvalidCitation(
+            failure("checking", exc),
+            citation.citation_id,
+            citation.answer_id,
+            citation.doc_id,
+            index,
+            reason="check_failed",
+        )
 
 
 def _shift(

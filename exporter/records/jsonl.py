@@ -55,6 +55,11 @@ class Oversized:
 
     size: int
 
+    def describe(self, limit: int | None = None) -> str:
+        """The error of the line, for its verdict or its report."""
+        named = "max_message_bytes" if limit is None else f"max_message_bytes={limit:,}"
+        return f"line of {self.size:,} bytes is longer than {named}; not read"
+
 
 def input_size(path: str) -> int | None:
     """Size in bytes of a regular input file (for progress), else None."""

@@ -49,6 +49,10 @@ class SkippedLine:
     number: int
     size: int
 
+    @property
+    def error(self) -> str:
+        return Oversized(self.size).describe()
+
 
 def records_of(
     path: str, chunks_topic: str, answers_topic: str, max_bytes: int
@@ -83,9 +87,8 @@ def replay(
     summary = SweepSummary()
     for record in records:
         if isinstance(record, SkippedLine):
-            error = f"line of {record.size:,} bytes is longer than max_message_bytes; not read"
-            summary.add(invalid_verdict(InvalidCitation(error, reason="oversized")))
-            summary.note_error(f"line {record.number}: {error}")
+            summary.add(invalid_verdict(InvalidCitation(record.error, reason="oversized")))
+            summary.note_error(f"line {record.number}: {record.error}")
             continue
         if record.topic == chunks_topic:
             letter = pipeline.chunk(record)

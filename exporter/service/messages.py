@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from exporter.checks.engine import Policy, check_citation, check_failed
+from exporter.checks.engine import Policy, check_or_report
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Verdict
 from exporter.records.decode import RecordError, decode_citations, parse_json
@@ -131,11 +131,11 @@ def check_message(
     for index, item in enumerate(decode_citations(parsed, policy.limits)):
         if type(item) is Citation:
             started = time.perf_counter()
-            try:
-                result.verdicts.append(check_citation(item, store, policy))
-            except Exception as exc:  # one citation never stops the process
-                invalid.append(check_failed(item, exc, index if in_answer else None))
+            outcome = check_or_report(item, store, policy, index if in_answer else None)
+            if isinstance(outcome, InvalidCitation):
+                invalid.append(outcome)
                 continue
+            result.verdicts.append(outcome)
             result.seconds.append(time.perf_counter() - started)
         else:
             assert isinstance(item, InvalidCitation)
