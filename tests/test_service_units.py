@@ -60,6 +60,19 @@ def test_other_control_messages_are_rejected(value: bytes | None) -> None:
         sweep_reason(value)
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param(b'{"type": "sweep", "reason": "' + b"x" * 100_000 + b'"}', id="huge"),
+        pytest.param(b"[" * 5000 + b"]" * 5000, id="deeply nested"),
+    ],
+)
+def test_hostile_control_messages_get_a_short_error(value: bytes) -> None:
+    with pytest.raises(RecordError) as error:
+        sweep_reason(value)
+    assert len(str(error.value)) < 200
+
+
 def test_sasl_ssl_options_reach_the_clients() -> None:
     settings = Settings(
         bootstrap_servers="k:9093",
