@@ -41,16 +41,16 @@ from exporter.checks.engine import Policy, check_citation
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status, Verdict
 from exporter.cli import main
+from exporter.file_sweep import load_store, run_sweep
 from exporter.outputs.metrics import MAX_LABEL_LENGTH, ExporterMetrics, SourceLabels
 from exporter.outputs.report import SweepSummary
 from exporter.outputs.verdicts import verdict_json
+from exporter.pipeline.core import LocalRecord, Pipeline
+from exporter.pipeline.messages import DeadLetter, Origin, check_message
 from exporter.records.decode import RecordError, decode_chunk, decode_citations
 from exporter.records.jsonl import InputError
 from exporter.records.limits import DEFAULT_LIMITS, MAX_ID_CHARS, Limits
 from exporter.records.schema import Chunk, ChunkDeletion, Citation
-from exporter.service.messages import DeadLetter, Origin, check_message
-from exporter.service.pipeline import LocalRecord, Pipeline
-from exporter.sweep import load_store, run_sweep
 
 settings.register_profile(
     "fuzz",

@@ -24,16 +24,16 @@ import exporter.checks.engine
 from exporter.checks.engine import Policy, check_citation
 from exporter.checks.verdict import Status
 from exporter.cli import main
+from exporter.file_sweep import _batches, load_store
 from exporter.outputs.metrics import MAX_LABEL_LENGTH, ExporterMetrics, SourceLabels
 from exporter.outputs.report import SweepSummary
+from exporter.pipeline.core import LocalRecord, Pipeline
+from exporter.pipeline.messages import Origin, check_message
+from exporter.pipeline.replay import SkippedLine, records_of
 from exporter.records.decode import RecordError, decode_chunk, decode_citations
 from exporter.records.jsonl import Oversized, read_lines
 from exporter.records.limits import Limits
 from exporter.records.schema import Citation, InvalidCitation
-from exporter.service.local import SkippedLine, records_of
-from exporter.service.messages import Origin, check_message
-from exporter.service.pipeline import LocalRecord, Pipeline
-from exporter.sweep import _batches, load_store
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -556,7 +556,7 @@ def test_replay_accounts_for_a_line_too_long_to_read(tmp_path: Path) -> None:
 
 
 def test_store_gauges_are_read_at_scrape_time_in_a_replay() -> None:
-    from exporter.service.runtime import Exporter
+    from exporter.kafka.runtime import Exporter
     from exporter.settings import Settings
 
     replaying = Exporter(Settings(metrics_port=0, metrics_host="127.0.0.1"))

@@ -26,10 +26,10 @@ from kafka_support import (
 )
 
 from exporter.checks.engine import Policy
+from exporter.file_sweep import load_store, run_sweep
 from exporter.outputs.report import SweepSummary
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
-from exporter.sweep import load_store, run_sweep
 
 pytestmark = pytest.mark.kafka
 

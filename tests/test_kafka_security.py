@@ -45,7 +45,7 @@ pytestmark = pytest.mark.kafka
 INVALID_LINES = 3
 # How long a failing exporter is watched: several retries with backoff (0.5, 1, 2, 4, 8 s).
 FAILURE_WATCH_SECONDS = 12.0
-# "2026-11-30 08:09:07,311 ERROR exporter.service.runtime: message"
+# "2026-11-30 08:09:07,311 ERROR exporter.kafka.runtime: message"
 LOG_LINE = re.compile(r"^\S+ \S+ (?P<level>[A-Z]+) (?P<logger>[\w.]+): (?P<message>.*)$")
 STILL_RETRYING = "; retrying with backoff until it is fixed"
 

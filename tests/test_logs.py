@@ -6,7 +6,7 @@ import logging
 
 from freezegun import freeze_time
 
-from exporter.service.logs import KafkaNoise, RepeatFilter
+from exporter.kafka.logs import KafkaNoise, RepeatFilter
 
 
 def _record(message: str, name: str = "aiokafka") -> logging.LogRecord:
@@ -31,7 +31,7 @@ def test_every_aiokafka_logger_is_quietened_and_ours_are_not() -> None:
         fetcher = "aiokafka.consumer.fetcher"
         assert noise.filter(_record("Failed fetch messages from %s: %s", fetcher))
         assert not noise.filter(_record("Failed fetch messages from %s: %s", fetcher))
-        ours = "exporter.service.runtime"
+        ours = "exporter.kafka.runtime"
         assert all(noise.filter(_record("%s; retrying", ours)) for _ in range(5))
 
 

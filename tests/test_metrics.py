@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry
 
 from exporter.checks.verdict import Action, Repair, Status, Verdict
 from exporter.outputs.metrics import ExporterMetrics, SourceLabels
-from exporter.service.http import MetricsServer
+from exporter.web.server import MetricsServer
 
 
 def _metrics(**kwargs: object) -> tuple[CollectorRegistry, ExporterMetrics]:

@@ -12,12 +12,12 @@ import pytest
 
 from exporter.checks.compare import FoldedQuote, text_matches
 from exporter.checks.engine import Policy
+from exporter.file_sweep import load_store, run_sweep
 from exporter.outputs.report import SweepSummary
 from exporter.records.decode import decode_chunk
 from exporter.records.schema import Chunk
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
-from exporter.sweep import load_store, run_sweep
 
 CONFIGS = {
     "default mix": ScenarioConfig(seed=3, answers=1500, invalid_lines=7),

@@ -26,17 +26,17 @@ from aiokafka.errors import (
 from conftest import chunk_record, store_of
 from prometheus_client import CollectorRegistry
 
-import exporter.service.answers
+import exporter.kafka.answers
 from exporter.checks.engine import Policy
+from exporter.kafka.answers import AnswerChecker
+from exporter.kafka.diagnose import bootstrap_hosts, explain
+from exporter.kafka.fetching import Fetcher, unreadable_reason
+from exporter.kafka.publish import MAX_DEAD_LETTER_VALUE, Publisher
 from exporter.outputs.metrics import ExporterMetrics, SourceLabels
-from exporter.service.answers import AnswerChecker
-from exporter.service.diagnose import bootstrap_hosts, explain
-from exporter.service.fetching import Fetcher, unreadable_reason
-from exporter.service.http import MetricsServer
-from exporter.service.messages import DeadLetter, Origin
-from exporter.service.pipeline import Pipeline
-from exporter.service.publish import MAX_DEAD_LETTER_VALUE, Publisher
+from exporter.pipeline.core import Pipeline
+from exporter.pipeline.messages import DeadLetter, Origin
 from exporter.settings import Settings, SettingsError, load_settings
+from exporter.web.server import MetricsServer
 
 TOPIC = "answers"
 P0, P1 = TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)
@@ -254,7 +254,7 @@ def test_checking_a_batch_lets_the_event_loop_run_heartbeats() -> None:
 def test_a_batch_stops_after_its_time_and_the_rest_is_fetched_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(exporter.service.answers, "BATCH_SECONDS", 0.05)
+    monkeypatch.setattr(exporter.kafka.answers, "BATCH_SECONDS", 0.05)
     consumer = FakeConsumer({P0: [_answer(i) for i in range(40)]}, bad=set())
     checker = _checker(consumer)
     first = asyncio.run(checker.poll())
@@ -518,8 +518,8 @@ def test_a_broker_lost_after_start_up_is_named_once_and_its_return_too(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Found by walking the README: after start-up an outage changed nothing /healthz said."""
-    from exporter.service import runtime
-    from exporter.service.runtime import Exporter
+    from exporter.kafka import runtime
+    from exporter.kafka.runtime import Exporter
 
     causes = iter(["nothing accepts connections at 127.0.0.1:1 (bootstrap_servers)"] * 3)
 
@@ -543,7 +543,7 @@ def test_a_broker_lost_after_start_up_is_named_once_and_its_return_too(
         stop.set()
         await task
 
-    with caplog.at_level("WARNING", logger="exporter.service.runtime"):
+    with caplog.at_level("WARNING", logger="exporter.kafka.runtime"):
         try:
             asyncio.run(watch())
         finally:
@@ -588,7 +588,7 @@ class _NoSuchTopic:
 
 
 def test_a_missing_topic_is_named_with_its_setting() -> None:
-    from exporter.service.clients import topic_partitions
+    from exporter.kafka.clients import topic_partitions
 
     settings = Settings(bootstrap_servers="k1:9092")
     with pytest.raises(LookupError) as error:

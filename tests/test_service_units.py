@@ -7,12 +7,12 @@ from pydantic import SecretStr
 
 from exporter.checks.engine import Policy
 from exporter.checks.store import ChunkStore
+from exporter.kafka.clients import connection_options
+from exporter.kafka.control import sweep_reason
+from exporter.pipeline.messages import Origin, check_message
+from exporter.pipeline.reindex import ReindexWatch
 from exporter.records.decode import RecordError
 from exporter.records.limits import Limits
-from exporter.service.clients import connection_options
-from exporter.service.control import sweep_reason
-from exporter.service.messages import Origin, check_message
-from exporter.service.reindex import ReindexWatch
 from exporter.settings import Settings
 
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-import exporter.sweep
+import exporter.file_sweep
 from exporter.checks.engine import Policy
+from exporter.file_sweep import load_store, run_sweep
 from exporter.outputs.report import SweepSummary
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
-from exporter.sweep import load_store, run_sweep
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +49,6 @@ def _die(lines: object) -> object:
 def test_a_dead_worker_fails_the_sweep(
     scenario: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(exporter.sweep, "_check_batch", _die)
+    monkeypatch.setattr(exporter.file_sweep, "_check_batch", _die)
     with pytest.raises(BrokenProcessPool):
         _sweep(scenario, 2)

@@ -48,8 +48,8 @@ def add_parser(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from prometheus_client import disable_created_metrics  # noqa: PLC0415
 
-    from exporter.service.demo import run_demo  # noqa: PLC0415
-    from exporter.service.runtime import Exporter  # noqa: PLC0415
+    from exporter.kafka.runtime import Exporter  # noqa: PLC0415
+    from exporter.pipeline.demo import run_demo  # noqa: PLC0415
     from exporter.settings import SettingsError, load_settings  # noqa: PLC0415
 
     disable_created_metrics()  # type: ignore[no-untyped-call]

@@ -59,9 +59,9 @@ def run(args: argparse.Namespace) -> int:
     # imported here for the same reason as in _run_exporter
     from aiokafka.errors import KafkaError  # noqa: PLC0415
 
-    from exporter.service.diagnose import diagnose  # noqa: PLC0415
-    from exporter.service.logs import configure_logging  # noqa: PLC0415
-    from exporter.service.produce import (  # noqa: PLC0415
+    from exporter.kafka.diagnose import diagnose  # noqa: PLC0415
+    from exporter.kafka.logs import configure_logging  # noqa: PLC0415
+    from exporter.kafka.produce import (  # noqa: PLC0415
         ProducePlan,
         create_topics,
         produce_scenario,

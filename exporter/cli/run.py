@@ -67,8 +67,8 @@ def run(args: argparse.Namespace) -> int:
     # imported here: Kafka, Prometheus and pydantic cost a sweep 0.2 s of start-up it never uses
     from prometheus_client import disable_created_metrics  # noqa: PLC0415
 
-    from exporter.service.logs import configure_logging  # noqa: PLC0415
-    from exporter.service.runtime import Exporter  # noqa: PLC0415
+    from exporter.kafka.logs import configure_logging  # noqa: PLC0415
+    from exporter.kafka.runtime import Exporter  # noqa: PLC0415
     from exporter.settings import SettingsError, load_settings  # noqa: PLC0415
 
     overrides = {
@@ -114,9 +114,9 @@ def _exporter(exporter_type: Any, settings: Any) -> Any:
 
 def _replay_source(args: argparse.Namespace, settings: Any) -> int:
     """``run --source``: the pipeline fed from a file, /metrics served while it runs."""
+    from exporter.kafka.runtime import Exporter  # noqa: PLC0415
     from exporter.outputs.verdicts import verdict_json  # noqa: PLC0415
-    from exporter.service.local import records_of, replay  # noqa: PLC0415
-    from exporter.service.runtime import Exporter  # noqa: PLC0415
+    from exporter.pipeline.replay import records_of, replay  # noqa: PLC0415
 
     exporter = _exporter(Exporter, settings)
     pipeline = exporter.offline_pipeline()

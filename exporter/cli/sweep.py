@@ -28,6 +28,7 @@ from exporter.cli.common import (
     threshold,
     topics,
 )
+from exporter.file_sweep import load_store, run_sweep
 from exporter.outputs.report import SweepSummary
 from exporter.records.jsonl import (
     InputError,
@@ -38,7 +39,6 @@ from exporter.records.jsonl import (
 )
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
-from exporter.sweep import load_store, run_sweep
 
 EXAMPLES = """\
 examples:

@@ -23,8 +23,8 @@ from aiokafka.errors import (
 )
 from aiokafka.protocol.metadata import MetadataRequest
 
+from exporter.kafka.clients import connection_options
 from exporter.records.limits import preview
-from exporter.service.clients import connection_options
 from exporter.settings import Settings
 
 __all__ = ["bootstrap_hosts", "diagnose", "explain"]

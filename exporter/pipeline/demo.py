@@ -22,7 +22,7 @@ import orjson
 from exporter import alerting
 from exporter.checks.verdict import Status
 from exporter.outputs.report import SweepSummary, shift_clusters
-from exporter.service.pipeline import LocalRecord, Pipeline
+from exporter.pipeline.core import LocalRecord, Pipeline
 from exporter.simulate.scenario import Scenario, ScenarioConfig, build_scenario
 
 __all__ = ["DemoView", "demo_phases", "run_demo"]

@@ -20,7 +20,7 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
-from exporter.service.clients import close, connection_options
+from exporter.kafka.clients import close, connection_options
 from exporter.settings import Settings
 
 __all__ = ["ProducePlan", "create_topics", "produce_scenario"]

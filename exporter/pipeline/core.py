@@ -18,17 +18,17 @@ from exporter.checks.engine import Policy
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status, Verdict
 from exporter.outputs.metrics import ExporterMetrics
-from exporter.records.decode import RecordError, decode_chunk, parse_json
-from exporter.records.limits import failure
-from exporter.records.schema import Chunk, ChunkDeletion
-from exporter.service.messages import (
+from exporter.pipeline.messages import (
     CheckedMessage,
     DeadLetter,
     Origin,
     check_message,
     oversized,
 )
-from exporter.service.reindex import ReindexWatch
+from exporter.pipeline.reindex import ReindexWatch
+from exporter.records.decode import RecordError, decode_chunk, parse_json
+from exporter.records.limits import failure
+from exporter.records.schema import Chunk, ChunkDeletion
 
 __all__ = ["Checked", "LocalRecord", "Pipeline", "Record"]
 

@@ -28,13 +28,13 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from exporter.checks.engine import invalid_verdict
 from exporter.checks.verdict import Status
+from exporter.kafka.answers import YIELD_SECONDS
+from exporter.kafka.clients import close
+from exporter.kafka.fetching import Fetcher
+from exporter.kafka.publish import Publisher
 from exporter.outputs.metrics import ExporterMetrics
 from exporter.outputs.report import SweepSummary
-from exporter.service.answers import YIELD_SECONDS
-from exporter.service.clients import close
-from exporter.service.fetching import Fetcher
-from exporter.service.pipeline import Pipeline
-from exporter.service.publish import Publisher
+from exporter.pipeline.core import Pipeline
 
 __all__ = ["SweepRunner"]
 

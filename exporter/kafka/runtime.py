@@ -24,20 +24,20 @@ from prometheus_client import CollectorRegistry
 from exporter import __version__
 from exporter.checks.engine import Policy
 from exporter.checks.store import ChunkStore
+from exporter.kafka.answers import AnswerChecker
+from exporter.kafka.chunks import ChunkFollower
+from exporter.kafka.clients import close, make_consumer, make_producer, topic_partitions
+from exporter.kafka.control import ControlListener
+from exporter.kafka.diagnose import diagnose
+from exporter.kafka.publish import Publisher
+from exporter.kafka.topic_sweep import SweepRunner
 from exporter.outputs.metrics import ExporterMetrics, SourceLabels
+from exporter.pipeline.core import Pipeline
+from exporter.pipeline.messages import DeadLetter
+from exporter.pipeline.reindex import ReindexWatch
 from exporter.records.limits import preview
-from exporter.service.answers import AnswerChecker
-from exporter.service.chunks import ChunkFollower
-from exporter.service.clients import close, make_consumer, make_producer, topic_partitions
-from exporter.service.control import ControlListener
-from exporter.service.diagnose import diagnose
-from exporter.service.http import MetricsServer
-from exporter.service.messages import DeadLetter
-from exporter.service.pipeline import Pipeline
-from exporter.service.publish import Publisher
-from exporter.service.reindex import ReindexWatch
-from exporter.service.sweeps import SweepRunner
 from exporter.settings import Settings
+from exporter.web.server import MetricsServer
 
 __all__ = ["Exporter"]
 

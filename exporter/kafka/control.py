@@ -15,13 +15,13 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
+from exporter.kafka.fetching import Fetcher
+from exporter.kafka.publish import Publisher
+from exporter.kafka.topic_sweep import SweepRunner
 from exporter.outputs.metrics import ExporterMetrics
+from exporter.pipeline.messages import DeadLetter, Origin
 from exporter.records.decode import RecordError, parse_json
 from exporter.records.limits import MAX_ID_CHARS, failure, preview
-from exporter.service.fetching import Fetcher
-from exporter.service.messages import DeadLetter, Origin
-from exporter.service.publish import Publisher
-from exporter.service.sweeps import SweepRunner
 
 __all__ = ["ControlListener", "sweep_reason"]
 

@@ -14,12 +14,12 @@ import time
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from exporter.kafka.answers import YIELD_SECONDS
+from exporter.kafka.clients import report_lag
+from exporter.kafka.fetching import Fetcher
 from exporter.outputs.metrics import ExporterMetrics
-from exporter.service.answers import YIELD_SECONDS
-from exporter.service.clients import report_lag
-from exporter.service.fetching import Fetcher
-from exporter.service.messages import DeadLetter
-from exporter.service.pipeline import Pipeline
+from exporter.pipeline.core import Pipeline
+from exporter.pipeline.messages import DeadLetter
 
 __all__ = ["ChunkFollower"]
 

@@ -20,7 +20,7 @@ from aiokafka.errors import MessageSizeTooLargeError, RecordTooLargeError
 
 from exporter.checks.verdict import Verdict
 from exporter.outputs.verdicts import verdict_json
-from exporter.service.messages import DeadLetter, Origin
+from exporter.pipeline.messages import DeadLetter, Origin
 
 __all__ = ["MAX_DEAD_LETTER_VALUE", "Publisher"]
 

@@ -4,7 +4,7 @@ During an outage aiokafka logs every failed connection attempt, tens of lines a 
 same lines once per interval say as much. The filter passes the first record of each message
 template per interval and counts the rest into the next one it passes. aiokafka's line for a
 failed bootstrap is dropped altogether: the exporter follows every such failure with its own
-line naming the cause (see ``service/diagnose.py``), and aiokafka's, for a TLS alert, says only
+line naming the cause (see ``kafka/diagnose.py``), and aiokafka's, for a TLS alert, says only
 "connection closed".
 """
 

@@ -22,11 +22,11 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 
+from exporter.kafka.clients import report_lag
+from exporter.kafka.fetching import Fetcher
+from exporter.kafka.publish import Publisher
 from exporter.outputs.metrics import ExporterMetrics
-from exporter.service.clients import report_lag
-from exporter.service.fetching import Fetcher
-from exporter.service.pipeline import Pipeline
-from exporter.service.publish import Publisher
+from exporter.pipeline.core import Pipeline
 
 __all__ = ["BATCH_SECONDS", "YIELD_SECONDS", "AnswerChecker"]
 

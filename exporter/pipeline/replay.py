@@ -17,10 +17,10 @@ import orjson
 
 from exporter.checks.engine import invalid_verdict
 from exporter.outputs.report import SweepSummary
+from exporter.pipeline.core import Checked, LocalRecord, Pipeline
+from exporter.pipeline.messages import DeadLetter
 from exporter.records.jsonl import InputError, Oversized, open_input, read_lines
 from exporter.records.schema import InvalidCitation
-from exporter.service.messages import DeadLetter
-from exporter.service.pipeline import Checked, LocalRecord, Pipeline
 
 __all__ = ["SkippedLine", "chunk_key", "records_of", "replay"]
 

@@ -1,1 +1,0 @@
-"""The streaming exporter: the only package that talks to Kafka and serves HTTP."""
