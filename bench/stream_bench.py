@@ -2,7 +2,7 @@
 
 Prints figures; asserts nothing.
 
-    python bench/stream_bench.py [--answers 60000] [--partitions 4]
+    python bench/stream_bench.py [--answers 60000] [--partitions 4] [--one-per-message]
 
 Uses the broker named by $CITATION_KAFKA_BOOTSTRAP, or starts one with scripts/kafka-local.
 The whole scenario (live chunks, then every answer) is produced to fresh topics first; then one
@@ -10,7 +10,9 @@ The whole scenario (live chunks, then every answer) is produced to fresh topics 
 ``citation_checks_total`` reaches the number of citations: consuming, checking, publishing every
 failing verdict and committing, end to end. The latency figures are estimated from the
 exporter's own ``citation_check_duration_seconds`` histogram, as Prometheus'
-``histogram_quantile`` would.
+``histogram_quantile`` would. With ``--one-per-message`` every citation is sent as a message of
+its own (the shape of a producer that emits citations, not answer events), which measures the
+per-message cost rather than the per-citation one.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import orjson
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
@@ -53,11 +57,23 @@ def _quantile(q: float, buckets: list[tuple[float, float]]) -> float:
     return lower
 
 
+def _split(line: bytes | None) -> list[bytes]:
+    """The citations of one answer event, each as a message of its own."""
+    value = orjson.loads(line or b"{}")
+    if isinstance(value, dict) and isinstance(value.get("citations"), list):
+        shared = {k: value[k] for k in ("answer_id", "topic", "emitted_at") if k in value}
+        return [orjson.dumps({**shared, **citation}) for citation in value["citations"]]
+    return [line or b""]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--answers", type=int, default=60000)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--seed", type=int, default=5)
+    parser.add_argument(
+        "--one-per-message", action="store_true", help="one citation per message, not answers"
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as workdir, kafka_broker() as bootstrap:
@@ -79,7 +95,10 @@ def main() -> None:
         citations = len(expected_verdicts(scenario / "expected.jsonl"))
         topics = create_topics(bootstrap, answer_partitions=args.partitions)
         produce(bootstrap, topics.chunks, chunk_messages(scenario / "chunks.jsonl"))
-        produced = produce(bootstrap, topics.answers, answer_messages(scenario / "citations.jsonl"))
+        messages = answer_messages(scenario / "citations.jsonl")
+        if args.one_per_message:
+            messages = [(None, citation) for _, line in messages for citation in _split(line)]
+        produced = produce(bootstrap, topics.answers, messages)
 
         exporter = ExporterProcess(bootstrap, topics, Path(workdir) / "exporter.log")
         try:

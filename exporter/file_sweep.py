@@ -21,15 +21,16 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import IO
 
-from exporter.checks.engine import Policy, check_or_report, invalid_verdict
+from exporter.checks.engine import Policy
 from exporter.checks.store import ChunkStore
-from exporter.checks.verdict import Status, Verdict
+from exporter.checks.verdict import Status
 from exporter.outputs.report import SweepSummary
 from exporter.outputs.verdicts import verdict_json
-from exporter.records.decode import RecordError, decode_chunk, decode_citations, parse_json
+from exporter.pipeline.messages import check_message, unread
+from exporter.pipeline.outcome import Mode, Origin
+from exporter.records.decode import RecordError, decode_chunk, parse_json
 from exporter.records.jsonl import InputError, OutputError, Oversized, open_input, read_lines
 from exporter.records.limits import DEFAULT_LIMITS, Limits, failure
-from exporter.records.schema import Citation, InvalidCitation
 
 __all__ = ["load_store", "run_sweep"]
 
@@ -88,51 +89,30 @@ def _set_job(job: _Job) -> None:
     _job = job
 
 
-def _items(line: bytes | Oversized, limits: Limits) -> Iterator[Citation | InvalidCitation]:
-    """The citations of one line; whatever goes wrong becomes an invalid item, never an error."""
-    if isinstance(line, Oversized):
-        yield InvalidCitation(line.describe(limits.max_message_bytes), reason="oversized")
-        return
-    try:
-        value = parse_json(line)
-    except RecordError as exc:
-        yield InvalidCitation(str(exc), reason="invalid_json")
-        return
-    try:
-        yield from decode_citations(value, limits)
-    except Exception as exc:  # a decoder bug must not stop the sweep
-        yield InvalidCitation(failure("reading", exc), reason="check_failed")
-
-
-def _verdict(item: Citation | InvalidCitation, store: ChunkStore, policy: Policy) -> Verdict:
-    """The verdict of one item; a check that raises yields an invalid verdict naming the error."""
-    if type(item) is Citation:
-        outcome = check_or_report(item, store, policy)
-        if isinstance(outcome, Verdict):
-            return outcome
-        item = outcome
-    assert isinstance(item, InvalidCitation)
-    return invalid_verdict(item)
-
-
 def _check_batch(lines: list[tuple[int, bytes | Oversized]]) -> tuple[bytes, SweepSummary]:
-    """Check the citations of some input lines: their verdicts as JSONL, and a partial summary."""
+    """Check the citations of some input lines: their verdicts as JSONL, and a partial summary.
+
+    Each line goes through the pipeline's own :func:`check_message`, as a Kafka message does,
+    and into the summary as the replay and the sweeps over the answer topic add theirs.
+    """
     job = _job
     assert job is not None
     store, policy, path = job.store, job.policy, job.path
+    limits = policy.limits
     summary = SweepSummary()
     verdicts: list[bytes] = []
     for number, line in lines:
-        for item in _items(line, policy.limits):
-            verdict = _verdict(item, store, policy)
-            index = None
-            if verdict.status is Status.INVALID:
-                index = getattr(item, "index", None)
-                where = f"{path}:{number}" + (f" citation #{index}" if index is not None else "")
-                summary.note_error(f"{where}: {verdict.error}")
-            if job.write_verdicts:
+        origin = Origin(path, 0, number)
+        if isinstance(line, Oversized):
+            outcome = unread(origin, line.describe(limits.max_message_bytes), Mode.SWEEP)
+        else:
+            outcome = check_message(line, None, origin, store=store, policy=policy, mode=Mode.SWEEP)
+        summary.add_outcome(outcome, f"{path}:{number}")
+        if job.write_verdicts:
+            for checked in outcome.checked:
+                verdict = checked.verdict
+                index = checked.index if verdict.status is Status.INVALID else None
                 verdicts.append(verdict_json(verdict, line=number, index=index))
-            summary.add(verdict)
     return b"".join(verdicts), summary
 
 

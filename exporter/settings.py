@@ -32,7 +32,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from exporter.checks.engine import DEFAULT_HIGH_SEVERITY_TOPICS
+from exporter.checks.engine import DEFAULT_HIGH_SEVERITY_TOPICS, Policy
+from exporter.errors import SettingsError
 from exporter.records.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["ENV_PREFIX", "Settings", "SettingsError", "load_settings", "tls_context"]
@@ -45,10 +46,6 @@ DEFAULT_METRICS_PORT = 9877
 _KUBERNETES_SERVICE_LINK = re.compile(
     rf"{ENV_PREFIX}(SERVICE_HOST|SERVICE_PORT(_\w+)?|PORT(_\d+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)?)"
 )
-
-
-class SettingsError(ValueError):
-    """An invalid setting; the message names it and says what is expected."""
 
 
 class Settings(BaseSettings):
@@ -144,6 +141,11 @@ class Settings(BaseSettings):
             max_quote_chars=self.max_quote_chars,
             relocation_budget_ms=self.relocation_budget_ms,
         )
+
+    @property
+    def policy(self) -> Policy:
+        """How citations are judged, as the checks take it."""
+        return Policy(self.threshold, self.high_severity_topics, self.limits)
 
     @classmethod
     def settings_customise_sources(

@@ -46,7 +46,8 @@ from exporter.outputs.metrics import MAX_LABEL_LENGTH, ExporterMetrics, SourceLa
 from exporter.outputs.report import SweepSummary
 from exporter.outputs.verdicts import verdict_json
 from exporter.pipeline.core import LocalRecord, Pipeline
-from exporter.pipeline.messages import DeadLetter, Origin, check_message
+from exporter.pipeline.messages import check_message
+from exporter.pipeline.outcome import DeadLetter, Mode, Origin, Outcome
 from exporter.records.decode import RecordError, decode_chunk, decode_citations
 from exporter.records.jsonl import InputError
 from exporter.records.limits import DEFAULT_LIMITS, MAX_ID_CHARS, Limits
@@ -773,13 +774,13 @@ def message_streams(draw: st.DrawFn) -> tuple[list[tuple[str, Any, Any]], Limits
     stream=message_streams(),
     threshold=st.sampled_from([98.0, 100.0, 50.0]),
     publish_all=st.booleans(),
-    mode=st.sampled_from(["inline", "sweep"]),
+    mode=st.sampled_from(list(Mode)),
 )
 def test_the_pipeline_accounts_for_every_citation_of_every_message(
     stream: tuple[list[tuple[str, Any, Any]], Limits],
     threshold: float,
     publish_all: bool,
-    mode: str,
+    mode: Mode,
 ) -> None:
     """Any chunk and answer messages through ``Pipeline.chunk`` / ``Pipeline.answer`` with real
     metrics: nothing raises; every answer message's verdicts and dead letters account for each
@@ -790,36 +791,52 @@ def test_the_pipeline_accounts_for_every_citation_of_every_message(
     registry = CollectorRegistry()
     metrics = ExporterMetrics(registry, SourceLabels(), "fuzz")
     policy = Policy(threshold=threshold, limits=limits)
-    pipeline = Pipeline(ChunkStore(), policy, metrics, publish_all=publish_all)
+    pipeline = Pipeline(ChunkStore(), policy, publish_all=publish_all)
+    outcomes = []
     for offset, (kind, key, value) in enumerate(events):
         if kind == "chunk":
-            letter = pipeline.chunk(LocalRecord("rag.chunks", 0, offset, key, value))
-            if letter is not None:
-                assert_dead_letter_short(letter)
+            outcome = pipeline.chunk(LocalRecord("rag.chunks", 0, offset, key, value))
+            assert not outcome.checked
+            if outcome.dead_letter is not None:
+                assert_dead_letter_short(outcome.dead_letter)
+            outcomes.append(outcome)
             continue
         started = time.thread_time()
-        checked = pipeline.answer(LocalRecord("rag.answers", 3, offset, key, value), mode)
+        outcome = pipeline.answer(LocalRecord("rag.answers", 3, offset, key, value), mode)
         assert time.thread_time() - started < STALL_SECONDS, "one message stalled the checks"
-        assert checked.origin == Origin("rag.answers", 3, offset)
-        for letter in checked.dead_letters:
-            assert_dead_letter_short(letter)
-            assert letter.key == key and letter.origin == checked.origin
-        accounted = len(checked.verdicts) + sum(
-            len(list(letter.invalid_citations())) for letter in checked.dead_letters
-        )
-        expected = 1 if value is None else expected_citations(value, limits)
-        assert accounted == expected, (accounted, expected, checked.dead_letters)
-        assert len(checked.dead_letters) <= 1
-        for verdict in checked.verdicts:
+        outcomes.append(outcome)
+        assert outcome.origin == Origin("rag.answers", 3, offset)
+        assert_accounted_for(outcome, value, key, limits)
+        for verdict in outcome.verdicts:
             event(f"verdict {verdict.status.value} {verdict.reason}")
-            _assert_publishable(verdict, checked.origin, mode)
-        for letter in checked.dead_letters:
-            event(f"dead letter {letter.reason}")
-        assert all(verdict.status is not Status.INVALID for verdict in checked.verdicts)
-        assert all(any(p is v for v in checked.verdicts) for p in checked.publish)
-        failing = [v for v in checked.verdicts if v.status is not Status.OK]
-        assert all(any(p is v for p in checked.publish) for v in failing)
+            _assert_publishable(verdict, outcome.origin, mode)
+        if outcome.dead_letter is not None:
+            event(f"dead letter {outcome.dead_letter.reason}")
+        assert all(any(p is v for v in outcome.verdicts) for p in outcome.publish)
+        failing = [v for v in outcome.verdicts if v.status is not Status.OK]
+        assert all(any(p is v for p in outcome.publish) for v in failing)
+    metrics.record(outcomes)
     assert_labels_short(registry)
+
+
+def assert_accounted_for(
+    outcome: Outcome, value: bytes | None, key: bytes | None, limits: Limits
+) -> None:
+    """Every citation of the message has one entry in ``checked``, in order; the invalid ones,
+    and only they, are listed in its one dead letter, which is short and keeps the origin."""
+    expected = 1 if value is None else expected_citations(value, limits)
+    assert len(outcome.checked) == expected, (len(outcome.checked), expected, outcome.dead_letter)
+    invalid = [c for c in outcome.checked if c.verdict.status is Status.INVALID]
+    letter = outcome.dead_letter
+    assert (letter is None) == (not invalid)
+    if letter is not None:
+        assert_dead_letter_short(letter)
+        assert letter.key == key and letter.origin == outcome.origin
+        assert len(list(letter.invalid_citations())) == len(invalid)
+        if value is not None:
+            assert letter.value == value[: limits.max_message_bytes]
+    assert all(c.seconds >= 0 for c in outcome.checked)
+    assert all(c.seconds == 0 for c in invalid)
 
 
 @FUZZ_SETTINGS
@@ -841,18 +858,9 @@ def test_check_message_accounts_for_every_citation(
         store.apply(decode_chunk(record))
     value = data.draw(st.one_of(st.none(), citation_lines(world)), label="value")
     key = data.draw(keys, label="key")
-    checked = check_message(value, key, origin, store=store, policy=Policy(limits=limits))
-    accounted = len(checked.verdicts) + sum(
-        len(list(letter.invalid_citations())) for letter in checked.dead_letters
-    )
-    assert accounted == (1 if value is None else expected_citations(value, limits))
-    assert len(checked.seconds) == len(checked.verdicts)
-    assert len(checked.dead_letters) <= 1
-    for letter in checked.dead_letters:
-        assert_dead_letter_short(letter)
-        assert letter.origin == origin and letter.key == key
-        if value is not None:
-            assert letter.value == value[: limits.max_message_bytes]
+    outcome = check_message(value, key, origin, store=store, policy=Policy(limits=limits))
+    assert outcome.origin == origin
+    assert_accounted_for(outcome, value, key, limits)
 
 
 # -- the chunk store ------------------------------------------------------------------------

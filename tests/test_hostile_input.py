@@ -148,10 +148,12 @@ def test_in_the_service_a_message_whose_check_raises_is_dead_lettered_and_counte
 
     registry = CollectorRegistry()
     metrics = ExporterMetrics(registry, SourceLabels(), "test")
-    pipeline = Pipeline(store_of(GOOD_CHUNK), Policy(), metrics)
+    pipeline = Pipeline(store_of(GOOD_CHUNK), Policy())
     monkeypatch.setattr("exporter.checks.engine.check_citation", explode)
-    checked = pipeline.answer(LocalRecord("answers", 0, 5, None, orjson.dumps(_good_citation())))
-    [letter] = checked.dead_letters
+    outcome = pipeline.answer(LocalRecord("answers", 0, 5, None, orjson.dumps(_good_citation())))
+    metrics.record([outcome])
+    letter = outcome.dead_letter
+    assert letter is not None
     assert letter.reason == "check_failed" and "MemoryError" in letter.error
     count = registry.get_sample_value(
         "citation_exporter_invalid_events_total", {"topic": "answers", "reason": "check_failed"}
@@ -162,15 +164,14 @@ def test_in_the_service_a_message_whose_check_raises_is_dead_lettered_and_counte
 def test_a_chunk_record_that_breaks_the_store_is_a_dead_letter_not_a_crash(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    metrics = ExporterMetrics(CollectorRegistry(), SourceLabels(), "test")
-    pipeline = Pipeline(store_of(), Policy(), metrics)
+    pipeline = Pipeline(store_of(), Policy())
 
     def explode(record: object) -> None:
         raise MemoryError("boom")
 
     monkeypatch.setattr(pipeline.store, "apply", explode)
-    letter = pipeline.chunk(LocalRecord("chunks", 0, 1, b"d#0", orjson.dumps(GOOD_CHUNK)))
-    assert letter is not None and letter.reason == "check_failed"
+    outcome = pipeline.chunk(LocalRecord("chunks", 0, 1, b"d#0", orjson.dumps(GOOD_CHUNK)))
+    assert outcome.dead_letter is not None and outcome.dead_letter.reason == "check_failed"
 
 
 # -- CPU ------------------------------------------------------------------------------------
@@ -457,7 +458,8 @@ def test_many_invalid_citations_make_one_dead_letter_listing_them() -> None:
         orjson.dumps(answer), None, Origin("t", 0, 9), store=store_of(GOOD_CHUNK), policy=Policy()
     )
     assert len(checked.verdicts) == 1
-    [letter] = checked.dead_letters
+    letter = checked.dead_letter
+    assert letter is not None
     assert letter.indexes == list(range(1, 51))
     assert "50 invalid citations" in letter.error and len(letter.error) < 500
 
@@ -477,7 +479,7 @@ def test_an_oversized_line_is_skipped_unread(tmp_path: Path) -> None:
     path.write_bytes(b'{"a": 1}\n' + b"x" * 5000 + b"\n" + b"y" * 100 + b"\n")
     with path.open("rb") as stream:
         lines = list(read_lines(stream, max_bytes=100))
-    assert lines == [(1, b'{"a": 1}\n'), (2, Oversized(5000)), (3, b"y" * 100 + b"\n")]
+    assert lines == [(1, b'{"a": 1}'), (2, Oversized(5000)), (3, b"y" * 100)]
 
 
 def test_sweep_batches_are_bounded_in_bytes(tmp_path: Path) -> None:
@@ -556,15 +558,15 @@ def test_replay_accounts_for_a_line_too_long_to_read(tmp_path: Path) -> None:
 
 
 def test_store_gauges_are_read_at_scrape_time_in_a_replay() -> None:
-    from exporter.kafka.runtime import Exporter
+    from exporter.cli.offline import OfflineExporter
     from exporter.settings import Settings
 
-    replaying = Exporter(Settings(metrics_port=0, metrics_host="127.0.0.1"))
+    replaying = OfflineExporter(Settings(metrics_port=0, metrics_host="127.0.0.1"))
     try:
-        pipeline = replaying.offline_pipeline()
-        pipeline.chunk(LocalRecord("rag.chunks", 0, 1, b"d#0", orjson.dumps(GOOD_CHUNK)))
+        replaying.pipeline.chunk(LocalRecord("rag.chunks", 0, 1, b"d#0", orjson.dumps(GOOD_CHUNK)))
         assert replaying.registry.get_sample_value("citation_store_chunks") == 1
         assert replaying.registry.get_sample_value("citation_store_documents") == 1
+        assert replaying.registry.get_sample_value("citation_exporter_ready") == 1
     finally:
         replaying.http.stop()
 
@@ -575,7 +577,8 @@ def test_decoded_citations_inherit_limits_in_the_sweep_and_the_service_alike() -
     checked = check_message(
         orjson.dumps(answer), None, Origin("t", 0, 1), store=store_of(GOOD_CHUNK), policy=tight
     )
-    assert checked.verdicts == [] and checked.dead_letters[0].reason == "oversized"
+    assert checked.verdicts == []
+    assert checked.dead_letter is not None and checked.dead_letter.reason == "oversized"
     assert [type(i) for i in decode_citations(answer, tight.limits)] == [InvalidCitation]
 
 

@@ -28,6 +28,7 @@ from prometheus_client import CollectorRegistry
 
 import exporter.kafka.answers
 from exporter.checks.engine import Policy
+from exporter.errors import RestartRequired
 from exporter.kafka.answers import AnswerChecker
 from exporter.kafka.diagnose import bootstrap_hosts, explain
 from exporter.kafka.fetching import Fetcher, unreadable_reason
@@ -35,6 +36,7 @@ from exporter.kafka.publish import MAX_DEAD_LETTER_VALUE, Publisher
 from exporter.outputs.metrics import ExporterMetrics, SourceLabels
 from exporter.pipeline.core import Pipeline
 from exporter.pipeline.messages import DeadLetter, Origin
+from exporter.pipeline.outcome import Mode
 from exporter.settings import Settings, SettingsError, load_settings
 from exporter.web.server import MetricsServer
 
@@ -211,7 +213,7 @@ def _answer(index: int) -> bytes:
 class SlowPipeline(Pipeline):
     """Each answer costs 10 ms of blocking work, like an expensive relocation."""
 
-    def answer(self, record: Any, mode: str = "inline") -> Any:
+    def answer(self, record: Any, mode: Mode = Mode.INLINE) -> Any:
         time.sleep(0.01)
         return super().answer(record, mode)
 
@@ -219,7 +221,7 @@ class SlowPipeline(Pipeline):
 def _checker(consumer: FakeConsumer) -> AnswerChecker:
     _, metrics = _metrics()
     store = store_of(chunk_record("d", 0, "The refund window is thirty days."))
-    pipeline = SlowPipeline(store, Policy(), metrics)
+    pipeline = SlowPipeline(store, Policy())
     publisher = Publisher(FakeProducer(limit=10**9), "verdicts", "dlq")  # type: ignore[arg-type]
     return AnswerChecker(consumer, TOPIC, pipeline=pipeline, metrics=metrics, publisher=publisher)
 
@@ -529,7 +531,7 @@ def test_a_broker_lost_after_start_up_is_named_once_and_its_return_too(
     monkeypatch.setattr(runtime, "CONNECTION_CHECK_SECONDS", 0.01)
     monkeypatch.setattr(runtime, "diagnose", diagnose)
     running = Exporter(Settings(metrics_port=0, metrics_host="127.0.0.1"))
-    running.problem = None
+    running.state.problem = None
     seen: list[str | None] = []
 
     async def watch() -> None:
@@ -591,6 +593,6 @@ def test_a_missing_topic_is_named_with_its_setting() -> None:
     from exporter.kafka.clients import topic_partitions
 
     settings = Settings(bootstrap_servers="k1:9092")
-    with pytest.raises(LookupError) as error:
+    with pytest.raises(RestartRequired) as error:
         asyncio.run(topic_partitions(_NoSuchTopic(), "rag.chunk", "chunks_topic", settings))  # type: ignore[arg-type]
     assert str(error.value) == "topic 'rag.chunk' does not exist at k1:9092 (chunks_topic)"

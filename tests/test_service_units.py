@@ -109,7 +109,8 @@ def test_every_bad_message_becomes_a_dead_letter(value: bytes | None, reason: st
     policy = Policy(limits=Limits(max_message_bytes=50))
     checked = check_message(value, b"key", Origin("t", 0, 7), store=ChunkStore(), policy=policy)
     assert checked.verdicts == []
-    [letter] = checked.dead_letters
+    letter = checked.dead_letter
+    assert letter is not None
     assert (letter.reason, letter.origin.offset, letter.key) == (reason, 7, b"key")
     if reason == "oversized":
         assert letter.value == b"x" * 50

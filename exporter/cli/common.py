@@ -6,6 +6,7 @@ import argparse
 import os
 from typing import Any
 
+from exporter.errors import UsageError
 from exporter.records.limits import DEFAULT_LIMITS, Limits
 
 __all__ = [
@@ -37,10 +38,6 @@ exit status:
   3    internal error: a bug (the traceback is printed)
   130  interrupted
 """
-
-
-class UsageError(Exception):
-    """A problem with the command line or its files: exit 2 with a one-line message."""
 
 
 _LIMIT_HELP = {

@@ -48,7 +48,7 @@ def add_parser(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from prometheus_client import disable_created_metrics  # noqa: PLC0415
 
-    from exporter.kafka.runtime import Exporter  # noqa: PLC0415
+    from exporter.cli.offline import OfflineExporter  # noqa: PLC0415
     from exporter.pipeline.demo import run_demo  # noqa: PLC0415
     from exporter.settings import SettingsError, load_settings  # noqa: PLC0415
 
@@ -58,15 +58,16 @@ def run(args: argparse.Namespace) -> int:
     except SettingsError as exc:
         raise UsageError(str(exc)) from None
     try:
-        exporter = Exporter(settings)
+        exporter = OfflineExporter(settings)
         exporter.http.start()
     except OSError as exc:
         raise UsageError(f"cannot serve metrics on port {args.metrics_port}: {exc}") from None
     url = f"http://127.0.0.1:{exporter.http.port}/metrics"
     try:
         summary = run_demo(
-            exporter.offline_pipeline(),
+            exporter.pipeline,
             sys.stdout,
+            record=exporter.record,
             url=url,
             chunks_topic=settings.chunks_topic,
             answers_topic=settings.answers_topic,

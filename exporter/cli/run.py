@@ -7,6 +7,7 @@ import asyncio
 import signal
 import sys
 import time
+from collections.abc import Sequence
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
@@ -114,12 +115,12 @@ def _exporter(exporter_type: Any, settings: Any) -> Any:
 
 def _replay_source(args: argparse.Namespace, settings: Any) -> int:
     """``run --source``: the pipeline fed from a file, /metrics served while it runs."""
-    from exporter.kafka.runtime import Exporter  # noqa: PLC0415
+    from exporter.cli.offline import OfflineExporter  # noqa: PLC0415
     from exporter.outputs.verdicts import verdict_json  # noqa: PLC0415
+    from exporter.pipeline.outcome import Mode, Outcome  # noqa: PLC0415
     from exporter.pipeline.replay import records_of, replay  # noqa: PLC0415
 
-    exporter = _exporter(Exporter, settings)
-    pipeline = exporter.offline_pipeline()
+    exporter = _exporter(OfflineExporter, settings)
     exporter.http.start()
     print(
         f"metrics on http://{settings.metrics_host}:{exporter.http.port}/metrics", file=sys.stderr
@@ -128,10 +129,13 @@ def _replay_source(args: argparse.Namespace, settings: Any) -> int:
         output = open_output(args.out, (args.source,)) if args.out else nullcontext(None)
         with output as out:
 
-            def publish(checked: Any) -> None:
+            def handle(outcomes: Sequence[Outcome]) -> None:
+                exporter.record(outcomes)
                 if out is not None:
-                    for verdict in checked.publish:
-                        out.write(verdict_json(verdict, mode="inline", line=checked.origin.offset))
+                    for outcome in outcomes:
+                        line = outcome.origin.offset
+                        for verdict in outcome.publish:
+                            out.write(verdict_json(verdict, mode=Mode.INLINE, line=line))
 
             records = records_of(
                 args.source,
@@ -140,7 +144,7 @@ def _replay_source(args: argparse.Namespace, settings: Any) -> int:
                 settings.max_message_bytes,
             )
             started = time.perf_counter()
-            summary = replay(records, pipeline, settings.chunks_topic, publish, lambda _: None)
+            summary = replay(records, exporter.pipeline, settings.chunks_topic, handle)
             summary.elapsed_seconds = time.perf_counter() - started
         sys.stderr.write(summary.render_text(None, title="replay") + "\n")
         if args.serve:

@@ -14,19 +14,20 @@ longer than that between polls, whatever the messages cost.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+from aiokafka import ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 
-from exporter.kafka.clients import report_lag
+from exporter.kafka.clients import lags
 from exporter.kafka.fetching import Fetcher
+from exporter.kafka.protocols import Consumer
 from exporter.kafka.publish import Publisher
 from exporter.outputs.metrics import ExporterMetrics
 from exporter.pipeline.core import Pipeline
+from exporter.pipeline.outcome import Outcome
 
 __all__ = ["BATCH_SECONDS", "YIELD_SECONDS", "AnswerChecker"]
 
@@ -56,7 +57,7 @@ class AnswerChecker:
 
     def __init__(
         self,
-        consumer: AIOKafkaConsumer,
+        consumer: Consumer,
         topic: str,
         *,
         pipeline: Pipeline,
@@ -70,7 +71,7 @@ class AnswerChecker:
         self._publisher = publisher
         self._fetcher = Fetcher(consumer, metrics)
         self._uncommitted: dict[TopicPartition, int] = {}
-        self._lag_reported: set[TopicPartition] = set()
+        self._lag_reported: set[tuple[str, int]] = set()
 
     def subscribe(self) -> None:
         self._consumer.subscribe([self._topic], listener=_CommitOnRevoke(self))
@@ -83,23 +84,21 @@ class AnswerChecker:
                 for tp, skipped_to in self._fetcher.skipped_to.items():
                     self._uncommitted[tp] = max(self._uncommitted.get(tp, 0), skipped_to)
                 await self.commit()
-            self._lag_reported |= await report_lag(self._consumer, self._metrics)
+            await self._report_lag()
             return 0
         sent: list[Any] = []
         reached: dict[TopicPartition, int] = {}
+        outcomes: list[Outcome] = []
         started = last_yield = time.monotonic()
         try:
             for tp, records in batches.items():
                 for record in records:
                     if reached and time.monotonic() - started > BATCH_SECONDS:
                         break  # the rest is fetched again by the next poll
-                    checked = self._pipeline.answer(record)
-                    for verdict in checked.publish:
-                        sent.append(
-                            await self._publisher.verdict(verdict, checked.origin, "inline")
-                        )
-                    for letter in checked.dead_letters:
-                        sent.append(await self._publisher.dead_letter(letter))
+                    outcome = self._pipeline.answer(record)
+                    outcomes.append(outcome)
+                    if outcome.publish or outcome.dead_letter is not None:
+                        sent += await self._publisher.outcome(outcome)
                     reached[tp] = record.offset + 1
                     if time.monotonic() - last_yield > YIELD_SECONDS:
                         await asyncio.sleep(0)
@@ -108,8 +107,10 @@ class AnswerChecker:
         except KafkaError:
             self._rewind(batches, {})
             raise
+        # counted once delivered: a batch rewound after a failed delivery is counted when it
+        # is checked again, not twice
+        self._metrics.record(outcomes)
         self._rewind(batches, reached)
-        self._metrics.last_event.labels(self._topic).set(time.time())
         self._uncommitted.update(reached)
         for tp, skipped_to in self._fetcher.skipped_to.items():
             fetched = batches.get(tp)
@@ -117,7 +118,7 @@ class AnswerChecker:
                 # a bad batch after everything checked: commit past it, or it is read again
                 self._uncommitted[tp] = max(self._uncommitted.get(tp, 0), skipped_to)
         await self.commit()
-        self._lag_reported |= await report_lag(self._consumer, self._metrics)
+        await self._report_lag()
         return sum(
             offset - records[0].offset
             for tp, records in batches.items()
@@ -132,12 +133,16 @@ class AnswerChecker:
             if position <= records[-1].offset and tp in assigned:
                 self._consumer.seek(tp, position)
 
+    async def _report_lag(self) -> None:
+        reported = await lags(self._consumer)
+        self._metrics.state.set_lag(reported)
+        self._lag_reported |= set(reported)
+
     def forget_lag(self, keep: set[TopicPartition]) -> None:
         """Drop the lag series of partitions another member now owns (it reports them)."""
-        for tp in self._lag_reported - keep:
-            with contextlib.suppress(KeyError):
-                self._metrics.consumer_lag.remove(tp.topic, str(tp.partition))
-        self._lag_reported &= keep
+        kept = {(tp.topic, tp.partition) for tp in keep}
+        self._metrics.state.forget_lag(self._lag_reported - kept)
+        self._lag_reported &= kept
 
     async def commit(self, only: set[TopicPartition] | None = None) -> None:
         """Commit the delivered offsets (of ``only`` those partitions, on a revoke)."""

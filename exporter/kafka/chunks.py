@@ -12,14 +12,16 @@ import asyncio
 import logging
 import time
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import TopicPartition
 
+from exporter.errors import RestartRequired
 from exporter.kafka.answers import YIELD_SECONDS
-from exporter.kafka.clients import report_lag
+from exporter.kafka.clients import lags
 from exporter.kafka.fetching import Fetcher
+from exporter.kafka.protocols import Consumer
 from exporter.outputs.metrics import ExporterMetrics
 from exporter.pipeline.core import Pipeline
-from exporter.pipeline.messages import DeadLetter
+from exporter.pipeline.outcome import DeadLetter, Outcome
 
 __all__ = ["ChunkFollower"]
 
@@ -27,11 +29,11 @@ log = logging.getLogger(__name__)
 
 
 class ChunkFollower:
-    """Applies chunk records to the store; ``ready`` is set once caught up."""
+    """Applies chunk records to the store; ``caught_up`` is set once it has."""
 
     def __init__(
         self,
-        consumer: AIOKafkaConsumer,
+        consumer: Consumer,
         topic: str,
         pipeline: Pipeline,
         metrics: ExporterMetrics,
@@ -42,12 +44,12 @@ class ChunkFollower:
         self._metrics = metrics
         self._fetcher = Fetcher(consumer, metrics)
         self._targets: dict[TopicPartition, int] = {}
-        self.ready = asyncio.Event()
+        self.caught_up = asyncio.Event()
 
     async def assign(self, partitions: set[int]) -> None:
         """Take every partition of the chunk topic from the beginning; note where 'now' is."""
         if not partitions:
-            raise LookupError(f"chunk topic {self._topic!r} has no partitions")
+            raise RestartRequired(f"chunk topic {self._topic!r} has no partitions")
         assigned = [TopicPartition(self._topic, p) for p in sorted(partitions)]
         self._consumer.assign(assigned)
         await self._consumer.seek_to_beginning(*assigned)
@@ -56,13 +58,12 @@ class ChunkFollower:
         await self._check_caught_up()
 
     async def _check_caught_up(self) -> None:
-        if self.ready.is_set():
+        if self.caught_up.is_set():
             return
         for tp, target in self._targets.items():
             if await self._consumer.position(tp) < target:
                 return
-        self.ready.set()
-        self._metrics.ready.set(1)
+        self.caught_up.set()
         log.info(
             "chunk store loaded: %d chunks of %d documents; checking citations",
             self._pipeline.store.chunk_count,
@@ -72,20 +73,15 @@ class ChunkFollower:
     async def poll(self, timeout_ms: int = 500) -> list[DeadLetter]:
         """Fetch and apply one batch; returns the records that could not be used."""
         batches = await self._fetcher.getmany(timeout_ms=timeout_ms, max_records=5000)
-        count = 0
-        dead: list[DeadLetter] = []
+        outcomes: list[Outcome] = []
         last_yield = time.monotonic()
         for records in batches.values():
             for record in records:
-                letter = self._pipeline.chunk(record)
-                if letter is not None:
-                    dead.append(letter)
+                outcomes.append(self._pipeline.chunk(record))
                 if time.monotonic() - last_yield > YIELD_SECONDS:
                     await asyncio.sleep(0)  # large records: let checks and heartbeats run
                     last_yield = time.monotonic()
-            count += len(records)
-        if count:
-            self._metrics.last_event.labels(self._topic).set(time.time())
+        self._metrics.record(outcomes)
         await self._check_caught_up()
-        await report_lag(self._consumer, self._metrics)
-        return dead
+        self._metrics.state.set_lag(await lags(self._consumer))
+        return [o.dead_letter for o in outcomes if o.dead_letter is not None]

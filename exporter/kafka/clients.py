@@ -6,7 +6,7 @@ import asyncio
 import logging
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.errors import (
     IllegalStateError,
     KafkaError,
@@ -15,15 +15,16 @@ from aiokafka.errors import (
     UnknownTopicOrPartitionError,
 )
 
-from exporter.outputs.metrics import ExporterMetrics
+from exporter.errors import RestartRequired
+from exporter.kafka.protocols import Consumer
 from exporter.settings import Settings, tls_context
 
 __all__ = [
     "close",
     "connection_options",
+    "lags",
     "make_consumer",
     "make_producer",
-    "report_lag",
     "topic_partitions",
 ]
 
@@ -75,7 +76,7 @@ def connection_options(settings: Settings) -> dict[str, Any]:
 async def topic_partitions(
     producer: AIOKafkaProducer, topic: str, setting: str, settings: Settings
 ) -> set[int]:
-    """A topic's partitions, or a LookupError naming the topic and its setting.
+    """A topic's partitions, or RestartRequired naming the topic and its setting.
 
     The producer's metadata lookup is aiokafka's public way to list them; for a topic that does
     not exist it raises UnknownTopicOrPartitionError (or times out), which says neither which
@@ -84,13 +85,13 @@ async def topic_partitions(
     try:
         partitions: set[int] | None = await producer.partitions_for(topic)
     except TopicAuthorizationFailedError:
-        raise LookupError(
+        raise RestartRequired(
             f"user {settings.sasl_username!r} may not read topic {topic!r} ({setting}, ACLs)"
         ) from None
     except (UnknownTopicOrPartitionError, KafkaTimeoutError):
         partitions = None
     if not partitions:
-        raise LookupError(
+        raise RestartRequired(
             f"topic {topic!r} does not exist at {settings.bootstrap_servers} ({setting})"
         )
     return partitions
@@ -117,13 +118,13 @@ def make_producer(settings: Settings) -> AIOKafkaProducer:
     )
 
 
-async def report_lag(consumer: AIOKafkaConsumer, metrics: ExporterMetrics) -> set[TopicPartition]:
-    """Set the lag gauge of every assigned partition whose high water mark is known.
+async def lags(consumer: Consumer) -> dict[tuple[str, int], int]:
+    """Messages behind the high water mark, per assigned partition whose mark is known.
 
-    Returns the partitions reported. A partition revoked while its position was being read is
-    skipped: its new owner reports it.
+    A partition revoked while its position was being read is left out: its new owner reports
+    it.
     """
-    reported = set()
+    reported = {}
     for tp in list(consumer.assignment()):
         highwater = consumer.highwater(tp)
         if highwater is None:
@@ -133,6 +134,5 @@ async def report_lag(consumer: AIOKafkaConsumer, metrics: ExporterMetrics) -> se
         except IllegalStateError:  # revoked meanwhile
             continue
         if tp in consumer.assignment():
-            metrics.consumer_lag.labels(tp.topic, str(tp.partition)).set(highwater - position)
-            reported.add(tp)
+            reported[(tp.topic, tp.partition)] = highwater - position
     return reported

@@ -12,14 +12,15 @@ import asyncio
 import logging
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
 
 from exporter.kafka.fetching import Fetcher
+from exporter.kafka.protocols import Consumer
 from exporter.kafka.publish import Publisher
 from exporter.kafka.topic_sweep import SweepRunner
 from exporter.outputs.metrics import ExporterMetrics
-from exporter.pipeline.messages import DeadLetter, Origin
+from exporter.pipeline.outcome import DeadLetter, Origin, Outcome
 from exporter.records.decode import RecordError, parse_json
 from exporter.records.limits import MAX_ID_CHARS, failure, preview
 
@@ -49,7 +50,7 @@ def sweep_reason(value: bytes | None) -> str:
 class ControlListener:
     def __init__(
         self,
-        consumer: AIOKafkaConsumer,
+        consumer: Consumer,
         topic: str,
         sweeps: SweepRunner,
         metrics: ExporterMetrics,
@@ -83,19 +84,22 @@ class ControlListener:
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             batches = await self._fetcher.getmany(timeout_ms=500, max_records=100)
+            outcomes: list[Outcome] = []
             for tp, records in batches.items():
                 for record in records:
-                    self._metrics.events.labels(self._topic).inc()
-                    outcome = self._handle(record)
+                    handled = self._handle(record)
                     waits_for = None
-                    if isinstance(outcome, DeadLetter):
-                        self._metrics.invalid(self._topic, outcome.reason)
+                    if isinstance(handled, DeadLetter):
                         await self._publisher.delivered(
-                            [await self._publisher.dead_letter(outcome)]
+                            [await self._publisher.dead_letter(handled)]
                         )
+                        outcomes.append(Outcome(handled.origin, dead_letter=handled))
                     else:
-                        waits_for = outcome
+                        waits_for = handled
+                        origin = Origin(record.topic, record.partition, record.offset)
+                        outcomes.append(Outcome(origin))
                     self._outstanding.setdefault(tp, []).append((record.offset + 1, waits_for))
+            self._metrics.record(outcomes)
             for tp, skipped_to in self._fetcher.skipped_to.items():
                 queue = self._outstanding.setdefault(tp, [])
                 if not queue or skipped_to > queue[-1][0]:  # a bad batch after the last request

@@ -15,12 +15,12 @@ import logging
 from collections.abc import Awaitable
 from typing import Any
 
-from aiokafka import AIOKafkaProducer
 from aiokafka.errors import MessageSizeTooLargeError, RecordTooLargeError
 
 from exporter.checks.verdict import Verdict
+from exporter.kafka.protocols import Producer
 from exporter.outputs.verdicts import verdict_json
-from exporter.pipeline.messages import DeadLetter, Origin
+from exporter.pipeline.outcome import DeadLetter, Origin, Outcome
 
 __all__ = ["MAX_DEAD_LETTER_VALUE", "Publisher"]
 
@@ -55,7 +55,7 @@ def _headers(letter: DeadLetter) -> list[tuple[str, bytes]]:
 class Publisher:
     """Sends outputs; ``await delivered(sent)`` raises if any of them failed."""
 
-    def __init__(self, producer: AIOKafkaProducer, verdicts_topic: str, dlq_topic: str) -> None:
+    def __init__(self, producer: Producer, verdicts_topic: str, dlq_topic: str) -> None:
         self._producer = producer
         self._verdicts_topic = verdicts_topic
         self._dlq_topic = dlq_topic
@@ -107,6 +107,15 @@ class Publisher:
             key = (letter.key or b"")[:_LAST_RESORT_VALUE]
             again = await self._producer.send(self._dlq_topic, value, key=key, headers=headers)
             return await again
+
+    async def outcome(self, outcome: Outcome) -> list[Awaitable[Any]]:
+        """Send the verdicts an outcome publishes and its dead letter; their deliveries."""
+        sent: list[Awaitable[Any]] = [
+            await self.verdict(verdict, outcome.origin, outcome.mode) for verdict in outcome.publish
+        ]
+        if outcome.dead_letter is not None:
+            sent.append(await self.dead_letter(outcome.dead_letter))
+        return sent
 
     @staticmethod
     async def delivered(sent: list[Awaitable[Any]]) -> None:

@@ -22,8 +22,8 @@ from aiokafka.errors import KafkaError
 from prometheus_client import CollectorRegistry
 
 from exporter import __version__
-from exporter.checks.engine import Policy
 from exporter.checks.store import ChunkStore
+from exporter.errors import RestartRequired
 from exporter.kafka.answers import AnswerChecker
 from exporter.kafka.chunks import ChunkFollower
 from exporter.kafka.clients import close, make_consumer, make_producer, topic_partitions
@@ -32,8 +32,9 @@ from exporter.kafka.diagnose import diagnose
 from exporter.kafka.publish import Publisher
 from exporter.kafka.topic_sweep import SweepRunner
 from exporter.outputs.metrics import ExporterMetrics, SourceLabels
+from exporter.outputs.state import ExporterState
 from exporter.pipeline.core import Pipeline
-from exporter.pipeline.messages import DeadLetter
+from exporter.pipeline.outcome import DeadLetter
 from exporter.pipeline.reindex import ReindexWatch
 from exporter.records.limits import preview
 from exporter.settings import Settings
@@ -58,34 +59,36 @@ class Exporter:
     def __init__(self, settings: Settings, registry: CollectorRegistry | None = None) -> None:
         self.settings = settings
         self.registry = registry if registry is not None else CollectorRegistry()
+        # one source for readiness, the problem, the live store, lag and sweep progress: the
+        # loops write it, /readyz, /healthz and the state gauges read it
+        self.state = ExporterState(problem="starting: connecting to Kafka")
         self.metrics = ExporterMetrics(
-            self.registry, SourceLabels(settings.sources, settings.max_sources), __version__
+            self.registry,
+            SourceLabels(settings.sources, settings.max_sources),
+            __version__,
+            self.state,
         )
         self.metrics.initialise_topics(
             [settings.chunks_topic, settings.answers_topic, settings.control_topic]
         )
-        self.store = ChunkStore()
-        # read at scrape time, from whichever store is live (a reconnect starts a fresh one)
-        self.metrics.store_chunks.set_function(lambda: self.store.chunk_count)
-        self.metrics.store_documents.set_function(lambda: self.store.document_count)
-        self.policy = Policy(settings.threshold, settings.high_severity_topics, settings.limits)
+        self.policy = settings.policy
         self.http = MetricsServer(
             self.registry,
-            self.is_ready,
+            lambda: self.state.ready,
             settings.metrics_host,
             settings.metrics_port,
-            problem=lambda: self.problem,
+            problem=lambda: self.state.problem,
         )
-        self._ready = False
-        self.problem: str | None = "starting: connecting to Kafka"
         self._logged_problem: tuple[str, float] | None = None
 
-    def is_ready(self) -> bool:
-        return self._ready
+    @property
+    def problem(self) -> str | None:
+        """What keeps the exporter from working, in one sentence (None when nothing does)."""
+        return self.state.problem
 
     def _report(self, problem: str, then: str = "retrying with backoff until it is fixed") -> None:
         """Serve ``problem`` on /healthz and /readyz; log it when new (or as a reminder)."""
-        self.problem = problem
+        self.state.problem = problem
         now = time.monotonic()
         if self._logged_problem is not None:
             last, at = self._logged_problem
@@ -93,19 +96,6 @@ class Exporter:
                 return
         self._logged_problem = (problem, now)
         log.error("%s; %s", problem, then)
-
-    def offline_pipeline(self) -> Pipeline:
-        """The pipeline over a fresh store, ready at once: for replays and the demo."""
-        self.store = ChunkStore()
-        self._ready = True
-        self.problem = None
-        self.metrics.ready.set(1)
-        return Pipeline(
-            self.store,
-            self.policy,
-            self.metrics,
-            publish_all=self.settings.publish_all_verdicts,
-        )
 
     async def run(self, stop: asyncio.Event) -> None:
         self.http.start()
@@ -129,13 +119,13 @@ class Exporter:
             try:
                 await body(stop)
                 return
-            except (KafkaError, OSError, LookupError) as exc:
+            except (KafkaError, OSError, RestartRequired) as exc:
                 self._report(await self._explain(exc))
                 await backoff.wait(stop, None)
 
     async def _explain(self, exc: BaseException) -> str:
         """What went wrong, found out by connecting again when the broker is the question."""
-        if isinstance(exc, LookupError):
+        if isinstance(exc, RestartRequired):
             return str(exc)
         try:
             cause = await diagnose(self.settings)
@@ -148,7 +138,7 @@ class Exporter:
         settings = self.settings
         # a fresh store each time: tombstones compacted away while we were gone must not leave
         # deleted chunks behind
-        self.store = ChunkStore()
+        store = self.state.store = ChunkStore()
         producer = make_producer(settings)
         chunk_consumer = make_consumer(settings)
         answer_consumer = make_consumer(settings, group_id=settings.group_id)
@@ -165,12 +155,11 @@ class Exporter:
         publisher = Publisher(producer, settings.verdicts_topic, settings.dlq_topic)
         watch = ReindexWatch(
             settings.sweep_quiet_seconds,
-            on_new_chunker=lambda _: self.metrics.last_chunker_change.set(time.time()),
+            on_new_chunker=lambda _: setattr(self.state, "last_chunker_change", time.time()),
         )
         pipeline = Pipeline(
-            self.store,
+            store,
             self.policy,
-            self.metrics,
             publish_all=settings.publish_all_verdicts,
             watch=watch,
         )
@@ -189,7 +178,7 @@ class Exporter:
             await follower.assign(
                 await topic_partitions(producer, settings.chunks_topic, "chunks_topic", settings)
             )
-            self.problem = None  # connected, and the store is loading: /readyz says so
+            self.state.problem = None  # connected, and the store is loading: /readyz says so
             following = asyncio.create_task(
                 self._follow(follower, publisher, stop), name="chunk follower"
             )
@@ -197,7 +186,7 @@ class Exporter:
             await self._until_ready(follower, following, stop)
             if stop.is_set():
                 return
-            self._ready = True
+            self.state.ready = True
             self._logged_problem = None  # a problem from now on is news
             watch.arm()
             for client in (answer_consumer, control_consumer):
@@ -227,8 +216,7 @@ class Exporter:
             except TimeoutError:
                 log.warning("stopping: offsets not committed in time; the last batch is read again")
         finally:
-            self._ready = False
-            self.metrics.ready.set(0)
+            self.state.ready = False
             await sweeps.stop()
             for task in background:
                 task.cancel()
@@ -258,9 +246,9 @@ class Exporter:
                 continue
             if cause is not None:
                 self._report(cause, "checks resume by themselves once it is fixed")
-            elif self.problem is not None:
-                log.warning("Kafka can be used again (%s)", self.problem)
-                self.problem, self._logged_problem = None, None
+            elif self.state.problem is not None:
+                log.warning("Kafka can be used again (%s)", self.state.problem)
+                self.state.problem, self._logged_problem = None, None
 
     @staticmethod
     async def _watch_reindex(watch: ReindexWatch, sweeps: SweepRunner, stop: asyncio.Event) -> None:
@@ -275,7 +263,10 @@ class Exporter:
     async def _until_ready(
         self, follower: ChunkFollower, following: asyncio.Task[None], stop: asyncio.Event
     ) -> None:
-        waiters = {asyncio.create_task(follower.ready.wait()), asyncio.create_task(stop.wait())}
+        waiters = {
+            asyncio.create_task(follower.caught_up.wait()),
+            asyncio.create_task(stop.wait()),
+        }
         done, pending = await asyncio.wait(
             waiters | {following}, return_when=asyncio.FIRST_COMPLETED
         )
@@ -311,7 +302,7 @@ class Exporter:
             for task in background:
                 if task.done() and not stop.is_set():
                     task.result()  # a background loop failed: restart everything
-                    raise LookupError(f"{task.get_name()} stopped")
+                    raise RestartRequired(f"{task.get_name()} stopped")
             try:
                 await self._unless_stopped(checker.poll(), stop)
                 backoff.reset()

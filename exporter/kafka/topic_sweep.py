@@ -24,17 +24,18 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import TopicPartition
 
-from exporter.checks.engine import invalid_verdict
-from exporter.checks.verdict import Status
 from exporter.kafka.answers import YIELD_SECONDS
 from exporter.kafka.clients import close
 from exporter.kafka.fetching import Fetcher
+from exporter.kafka.protocols import Consumer
 from exporter.kafka.publish import Publisher
 from exporter.outputs.metrics import ExporterMetrics
 from exporter.outputs.report import SweepSummary
+from exporter.outputs.state import SweepResult
 from exporter.pipeline.core import Pipeline
+from exporter.pipeline.outcome import Mode, Outcome
 
 __all__ = ["SweepRunner"]
 
@@ -49,7 +50,7 @@ class SweepRunner:
 
     def __init__(
         self,
-        make_consumer: Callable[[], AIOKafkaConsumer],
+        make_consumer: Callable[[], Consumer],
         topic: str,
         partitions: Callable[[], Awaitable[set[int]]],
         *,
@@ -91,7 +92,7 @@ class SweepRunner:
         for waiting in self._waiting:
             waiting.cancel()
         self._waiting = []
-        self._metrics.sweep_in_progress.set(0)
+        self._metrics.state.sweep_running = False
 
     async def _run(self) -> None:
         while self._waiting:
@@ -117,60 +118,25 @@ class SweepRunner:
                 raise
             except Exception:
                 log.exception("sweep (%s) failed; starting it again in %.0f s", reason, backoff)
-                self._metrics.sweep_in_progress.set(0)
+                self._metrics.state.sweep_running = False
             await asyncio.sleep(backoff)
             backoff = min(_MAX_RETRY_SECONDS, backoff * 2)
 
     async def _sweep(self, reason: str) -> None:
         log.info("sweep started: %s", reason)
         started_wall, started = time.time(), time.monotonic()
-        self._metrics.sweep_in_progress.set(1)
-        self._metrics.sweep_progress.set(0)
+        state = self._metrics.state
+        state.sweep_running, state.sweep_progress = True, 0.0
         consumer = self._make_consumer()
-        fetcher = Fetcher(consumer, self._metrics)
         summary = SweepSummary()
         try:
             await consumer.start()
-            partitions = await self._partitions()
-            assigned = [TopicPartition(self._topic, p) for p in sorted(partitions)]
-            consumer.assign(assigned)
-            beginnings = await consumer.beginning_offsets(assigned)
-            targets = await consumer.end_offsets(assigned)
-            await consumer.seek_to_beginning(*assigned)
-            work = sum(targets[tp] - beginnings[tp] for tp in assigned) or 1
-            done: dict[TopicPartition, int] = {tp: beginnings[tp] for tp in assigned}
-            remaining = {tp for tp in assigned if targets[tp] > beginnings[tp]}
-            last_yield = time.monotonic()
-            while remaining:
-                batches = await fetcher.getmany(*remaining, timeout_ms=500, max_records=2000)
-                for tp, skipped_to in fetcher.skipped_to.items():
-                    done[tp] = max(done[tp], skipped_to)  # an unreadable batch is behind us
-                    if done[tp] >= targets[tp]:
-                        remaining.discard(tp)
-                sent: list[Any] = []
-                for tp, records in batches.items():
-                    for record in records:
-                        if record.offset >= targets[tp]:
-                            break
-                        await self._check(record, summary, sent)
-                        done[tp] = record.offset + 1
-                        if time.monotonic() - last_yield > YIELD_SECONDS:
-                            await asyncio.sleep(0)  # inline checks and heartbeats go on
-                            last_yield = time.monotonic()
-                    if done[tp] >= targets[tp]:
-                        remaining.discard(tp)
-                await self._publisher.delivered(sent)
-                progress = sum(done[tp] - beginnings[tp] for tp in assigned) / work
-                self._metrics.sweep_progress.set(min(1.0, progress))
+            await self._read_archive(consumer, summary)
         finally:
             await close(consumer)
         duration = time.monotonic() - started
-        for status in Status:
-            self._metrics.sweep_citations.labels(status.value).set(summary.statuses[status])
-        self._metrics.sweep_duration.set(duration)
-        self._metrics.sweep_last_completed.set(started_wall + duration)
-        self._metrics.sweep_progress.set(1)
-        self._metrics.sweep_in_progress.set(0)
+        state.last_sweep = SweepResult(dict(summary.statuses), started_wall + duration, duration)
+        state.sweep_running, state.sweep_progress = False, 1.0
         self.completed += 1
         log.info(
             "sweep completed in %.1f s (%s): %d citations, drift ratio %.2f%%, superseded "
@@ -182,12 +148,42 @@ class SweepRunner:
             summary.superseded_ratio * 100,
         )
 
-    async def _check(self, record: Any, summary: SweepSummary, sent: list[Any]) -> None:
-        checked = self._pipeline().answer(record, mode="sweep")
-        for verdict in checked.verdicts:
-            summary.add(verdict)
-        for verdict in checked.publish:
-            sent.append(await self._publisher.verdict(verdict, checked.origin, "sweep"))
-        for letter in checked.dead_letters:
-            for item in letter.invalid_citations():
-                summary.add(invalid_verdict(item))
+    async def _read_archive(self, consumer: Consumer, summary: SweepSummary) -> None:
+        """Check every message from the earliest offsets up to the end offsets seen now."""
+        fetcher = Fetcher(consumer, self._metrics)
+        assigned = [TopicPartition(self._topic, p) for p in sorted(await self._partitions())]
+        consumer.assign(assigned)
+        beginnings = await consumer.beginning_offsets(assigned)
+        targets = await consumer.end_offsets(assigned)
+        await consumer.seek_to_beginning(*assigned)
+        work = sum(targets[tp] - beginnings[tp] for tp in assigned) or 1
+        done: dict[TopicPartition, int] = {tp: beginnings[tp] for tp in assigned}
+        remaining = {tp for tp in assigned if targets[tp] > beginnings[tp]}
+        last_yield = time.monotonic()
+        while remaining:
+            batches = await fetcher.getmany(*remaining, timeout_ms=500, max_records=2000)
+            for tp, skipped_to in fetcher.skipped_to.items():
+                done[tp] = max(done[tp], skipped_to)  # an unreadable batch is behind us
+            sent: list[Any] = []
+            outcomes: list[Outcome] = []
+            for tp, records in batches.items():
+                for record in records:
+                    if record.offset >= targets[tp]:
+                        break
+                    outcome = self._pipeline().answer(record, Mode.SWEEP)
+                    outcomes.append(outcome)
+                    summary.add_outcome(outcome, f"{tp.topic}/{tp.partition}@{record.offset}")
+                    # failing verdicts only: invalid inputs were dead-lettered when consumed
+                    for verdict in outcome.publish:
+                        sent.append(
+                            await self._publisher.verdict(verdict, outcome.origin, Mode.SWEEP)
+                        )
+                    done[tp] = record.offset + 1
+                    if time.monotonic() - last_yield > YIELD_SECONDS:
+                        await asyncio.sleep(0)  # inline checks and heartbeats go on
+                        last_yield = time.monotonic()
+            remaining = {tp for tp in remaining if done[tp] < targets[tp]}
+            await self._publisher.delivered(sent)
+            self._metrics.record(outcomes)
+            progress = sum(done[tp] - beginnings[tp] for tp in assigned) / work
+            self._metrics.state.sweep_progress = min(1.0, progress)

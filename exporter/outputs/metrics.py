@@ -11,7 +11,8 @@ citation id.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -19,10 +20,12 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from exporter.checks.relocate import UNREPAIRED_OUTCOMES
 from exporter.checks.verdict import FailedCheck, Status, Verdict
 from exporter.outputs.report import SHIFT_BOUNDS
+from exporter.outputs.state import ExporterState, StateCollector
+from exporter.pipeline.outcome import Mode, Outcome
 
 __all__ = ["MAX_LABEL_LENGTH", "MODES", "ExporterMetrics", "SourceLabels"]
 
-MODES = ("inline", "sweep")
+MODES = tuple(mode.value for mode in Mode)
 MAX_LABEL_LENGTH = 64
 OTHER = "other"
 _DRIFT_REASONS = (*(check.value for check in FailedCheck), *UNREPAIRED_OUTCOMES)
@@ -40,6 +43,10 @@ DURATION_BUCKETS = (
     0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
     0.05, 0.1, math.inf,
 )  # fmt: skip
+
+
+# A metric and the values of its labels: what one count goes to.
+_Key = tuple[Any, tuple[str, ...]]
 
 
 class SourceLabels:
@@ -77,10 +84,23 @@ class SourceLabels:
 
 
 class ExporterMetrics:
-    """The exporter's metrics. Pass a fresh ``CollectorRegistry()`` in tests."""
+    """The exporter's metrics: the only code that touches metric objects.
 
-    def __init__(self, registry: CollectorRegistry, sources: SourceLabels, version: str) -> None:
+    Counters and histograms are recorded from outcomes, a batch at a time (:meth:`record`);
+    the state gauges are read from :class:`ExporterState` at scrape time. Pass a fresh
+    ``CollectorRegistry()`` in tests.
+    """
+
+    def __init__(
+        self,
+        registry: CollectorRegistry,
+        sources: SourceLabels,
+        version: str,
+        state: ExporterState | None = None,
+    ) -> None:
         self.sources = sources
+        self.state = state if state is not None else ExporterState()
+        registry.register(StateCollector(self.state))
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         self.checks = Counter(
             "citation_checks",
@@ -135,51 +155,10 @@ class ExporterMetrics:
             buckets=DURATION_BUCKETS,
             registry=registry,
         )
-        self.sweep_citations = Gauge(
-            "citation_sweep_citations",
-            "Citations per status in the last completed sweep.",
-            ["status"],
-            registry=registry,
-        )
-        self.sweep_last_completed = Gauge(
-            "citation_sweep_last_completed_timestamp_seconds",
-            "When the last sweep completed (Unix time).",
-            registry=registry,
-        )
-        self.sweep_duration = Gauge(
-            "citation_sweep_duration_seconds",
-            "How long the last completed sweep took.",
-            registry=registry,
-        )
-        self.sweep_in_progress = Gauge(
-            "citation_sweep_in_progress", "1 while a sweep runs.", registry=registry
-        )
-        self.sweep_progress = Gauge(
-            "citation_sweep_progress_ratio",
-            "Share of the archive the running sweep has checked (0-1).",
-            registry=registry,
-        )
         self.build_info = Gauge(
             "citation_exporter_build_info",
             "The exporter's version; always 1.",
             ["version"],
-            registry=registry,
-        )
-        self.ready = Gauge(
-            "citation_exporter_ready",
-            "1 once the chunk store has caught up and citations are checked.",
-            registry=registry,
-        )
-        self.store_chunks = Gauge(
-            "citation_store_chunks", "Live chunks held in memory.", registry=registry
-        )
-        self.store_documents = Gauge(
-            "citation_store_documents", "Live documents held in memory.", registry=registry
-        )
-        self.last_chunker_change = Gauge(
-            "citation_store_last_chunker_change_timestamp_seconds",
-            "When chunks cut by a chunker fingerprint not seen before last arrived, after the "
-            "initial load (Unix time; 0 until one does): a re-index started.",
             registry=registry,
         )
         self.events = Counter(
@@ -202,12 +181,6 @@ class ExporterMetrics:
             ["topic", "reason"],
             registry=registry,
         )
-        self.consumer_lag = Gauge(
-            "citation_exporter_consumer_lag_messages",
-            "Messages between the consumer's position and the partition's high water mark.",
-            ["topic", "partition"],
-            registry=registry,
-        )
         self.last_event = Gauge(
             "citation_exporter_last_event_timestamp_seconds",
             "When the last message of a topic was consumed (Unix time).",
@@ -220,8 +193,6 @@ class ExporterMetrics:
         # a source seen for the first time gets all its series at 0 at once: a drift counter
         # born later at its first failure would hide that first burst from rate()
         sources.on_new = self._initialise_source
-        for status in Status:
-            self.sweep_citations.labels(status.value)
 
     def _initialise_source(self, source: str) -> None:
         for mode in MODES:
@@ -246,41 +217,86 @@ class ExporterMetrics:
         for topic in topics:
             self.events.labels(topic)
 
-    def child(self, metric: Any, *labels: str) -> Any:
-        """``metric.labels(*labels)``, remembered: this runs several times per citation."""
+    def _child(self, metric: Any, labels: tuple[str, ...]) -> Any:
+        """``metric.labels(*labels)``, remembered: looked up for every recorded batch."""
         key = (id(metric), labels)
         found = self._children.get(key)
         if found is None:
             found = self._children[key] = metric.labels(*labels)
         return found
 
-    def record(self, verdict: Verdict, mode: str) -> None:
-        """Count one checked citation (invalid ones are counted by :meth:`invalid`)."""
-        source = self.sources(verdict.source)
-        status = verdict.status
-        child = self.child
-        child(self.checks, mode, source).inc()
-        if verdict.similarity is not None:
-            child(self.similarity, mode).observe(verdict.similarity / 100.0)
+    def record(self, outcomes: Sequence[Outcome]) -> None:
+        """Count a batch of handled messages: checks, failures, reasons, histograms, events
+        and dead letters, each counter incremented once per batch.
+
+        Inline, every message is a consumed event and its dead letter an invalid event; a
+        sweep re-reads messages that were counted (and dead-lettered) when first consumed, so
+        only its checks are counted, under ``mode="sweep"``.
+        """
+        counts: dict[_Key, int] = {}
+        key: _Key
+        topics: set[str] = set()
+        sources = self.sources
+        child = self._child
+        for outcome in outcomes:
+            mode = outcome.mode
+            inline = mode is Mode.INLINE
+            if inline:
+                topic = outcome.origin.topic
+                topics.add(topic)
+                key = (self.events, (topic,))
+                counts[key] = counts.get(key, 0) + 1
+                letter = outcome.dead_letter
+                if letter is not None:
+                    key = (self.invalid_events, (topic, letter.reason))
+                    counts[key] = counts.get(key, 0) + 1
+            if not outcome.checked:
+                continue
+            similarity = child(self.similarity, (mode,))
+            duration = self.check_duration if inline else None
+            for checked in outcome.checked:
+                verdict = checked.verdict
+                status = verdict.status
+                if status is Status.INVALID:
+                    continue
+                source = sources(verdict.source)
+                for key in self._keys(verdict, status, mode, source):
+                    counts[key] = counts.get(key, 0) + 1
+                if verdict.similarity is not None:
+                    similarity.observe(verdict.similarity / 100.0)
+                if duration is not None:
+                    duration.observe(checked.seconds)
+                if status is Status.DRIFT_REPAIRED:
+                    repair = verdict.repair
+                    if repair is not None and repair.shift is not None:
+                        child(self.shift, (mode,)).observe(repair.shift)
+        for (metric, labels), count in counts.items():
+            child(metric, labels).inc(count)
+        now = time.time()
+        for topic in topics:
+            child(self.last_event, (topic,)).set(now)
+
+    def _keys(self, verdict: Verdict, status: Status, mode: str, source: str) -> tuple[_Key, ...]:
+        """The counters (and their labels) one checked citation increments."""
+        checks = (self.checks, (mode, source))
         if status is Status.OK:
-            return
+            return (checks,)
         reason = verdict.reason or ""
         if status is Status.DOCUMENT_MISSING:
-            child(self.document_missing, mode, source).inc()
-        elif status is Status.SUPERSEDED:
-            child(self.superseded_failures, mode, source).inc()
-            child(self.failure_reasons, mode, "superseded", reason).inc()
-        elif status is Status.DRIFT_REPAIRED:
-            child(self.drift_failures, mode, source, "repaired").inc()
-            child(self.failure_reasons, mode, "drift", reason).inc()
-            if verdict.repair is not None and verdict.repair.shift is not None:
-                child(self.shift, mode).observe(verdict.repair.shift)
-        elif status is Status.DRIFT_UNREPAIRED:
-            child(self.drift_failures, mode, source, "unrepaired").inc()
-            child(self.failure_reasons, mode, "drift", reason).inc()
-
-    def invalid(self, topic: str, reason: str) -> None:
-        self.invalid_events.labels(topic, reason).inc()
+            return checks, (self.document_missing, (mode, source))
+        if status is Status.SUPERSEDED:
+            return (
+                checks,
+                (self.superseded_failures, (mode, source)),
+                (self.failure_reasons, (mode, "superseded", reason)),
+            )
+        outcome = "repaired" if status is Status.DRIFT_REPAIRED else "unrepaired"
+        return (
+            checks,
+            (self.drift_failures, (mode, source, outcome)),
+            (self.failure_reasons, (mode, "drift", reason)),
+        )
 
     def unreadable(self, topic: str, reason: str, count: int) -> None:
-        self.unreadable_messages.labels(topic, reason).inc(count)
+        """Count messages skipped because they could not be read from Kafka at all."""
+        self._child(self.unreadable_messages, (topic, reason)).inc(count)

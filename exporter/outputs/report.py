@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from exporter.checks.verdict import Status, Verdict
+from exporter.pipeline.outcome import Outcome
 
 __all__ = ["SHIFT_BOUNDS", "ShiftCluster", "SweepSummary", "shift_clusters"]
 
@@ -112,6 +113,15 @@ class SweepSummary:
                 self.unknown_shifts += 1
             else:
                 self.shifts[repair.shift] += 1
+
+    def add_outcome(self, outcome: Outcome, where: str) -> None:
+        """Add every citation of one message; keep the errors of invalid ones, at ``where``."""
+        for checked in outcome.checked:
+            verdict = checked.verdict
+            self.add(verdict)
+            if verdict.status is Status.INVALID:
+                at = where if checked.index is None else f"{where} citation #{checked.index}"
+                self.note_error(f"{at}: {verdict.error}")
 
     def merge(self, other: SweepSummary) -> None:
         """Add the counts of a partial summary (one batch of a sweep) to this one."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -23,6 +23,7 @@ from exporter import alerting
 from exporter.checks.verdict import Status
 from exporter.outputs.report import SweepSummary, shift_clusters
 from exporter.pipeline.core import LocalRecord, Pipeline
+from exporter.pipeline.outcome import Outcome
 from exporter.simulate.scenario import Scenario, ScenarioConfig, build_scenario
 
 __all__ = ["DemoView", "demo_phases", "run_demo"]
@@ -150,6 +151,7 @@ def run_demo(
     pipeline: Pipeline,
     out: IO[str],
     *,
+    record: Callable[[Sequence[Outcome]], None],
     url: str,
     chunks_topic: str,
     answers_topic: str,
@@ -157,7 +159,10 @@ def run_demo(
     answers: int = 3000,
     seed: int = 7,
 ) -> SweepSummary:
-    """Play the three phases; print the view every second; return the overall summary."""
+    """Play the three phases; print the view every second; return the overall summary.
+
+    ``record`` counts the outcomes (the exporter's metrics), a second's worth at a time.
+    """
     config = ScenarioConfig(
         seed=seed,
         answers=answers,
@@ -171,17 +176,20 @@ def run_demo(
     view = DemoView(window_seconds=max(0.5, seconds_per_phase / 2))
     interactive = out.isatty()
     for step, phase in enumerate(phases, start=1):
-        for record in phase.chunks:
-            pipeline.chunk(record)
+        record([pipeline.chunk(chunk) for chunk in phase.chunks])
         last_shown = time.monotonic()
-        for record in _paced(phase.answers, seconds_per_phase):
-            checked = pipeline.answer(record)
-            view.add(Counter(v.status.value for v in checked.verdicts))
-            for verdict in checked.verdicts:
-                view.summary.add(verdict)
+        pending: list[Outcome] = []
+        for answer in _paced(phase.answers, seconds_per_phase):
+            outcome = pipeline.answer(answer)
+            pending.append(outcome)
+            view.add(Counter(v.status.value for v in outcome.verdicts))
+            view.summary.add_outcome(outcome, f"answer {answer.offset}")
             if time.monotonic() - last_shown >= 1.0:
                 last_shown = time.monotonic()
+                record(pending)
+                pending = []
                 _show(out, view.render(phase.title, step, len(phases), url), interactive)
+        record(pending)
         _show(out, view.render(phase.title, step, len(phases), url), interactive)
     view.summary.chunks_loaded = pipeline.store.chunk_count
     view.summary.documents_loaded = pipeline.store.document_count

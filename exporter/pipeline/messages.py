@@ -9,67 +9,19 @@ raises is reported as ``check_failed``, like a bad record).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 
-from exporter.checks.engine import Policy, check_or_report
+from exporter.checks.engine import Policy, check_or_report, invalid_verdict
 from exporter.checks.store import ChunkStore
-from exporter.checks.verdict import Verdict
-from exporter.records.decode import RecordError, decode_citations, parse_json
-from exporter.records.limits import bounded
+from exporter.pipeline.outcome import CheckedCitation, DeadLetter, Mode, Origin, Outcome
+from exporter.records.decode import InvalidJson, decode_citations, parse_json
+from exporter.records.limits import bounded, failure
 from exporter.records.schema import Citation, InvalidCitation
 
-__all__ = ["CheckedMessage", "DeadLetter", "Origin", "check_message", "oversized"]
+__all__ = ["check_message", "oversized", "unread", "unusable"]
 
 # A dead letter lists the errors of at most this many of its invalid citations (all are counted
 # in its headers); the error stays one short line however many there are.
 _ERRORS_LISTED = 3
-
-
-@dataclass(frozen=True, slots=True)
-class Origin:
-    """Where a message came from, for dead letters and verdict provenance."""
-
-    topic: str
-    partition: int
-    offset: int
-
-
-@dataclass(frozen=True, slots=True)
-class DeadLetter:
-    """An input that could not be used (whole, or some of its citations).
-
-    ``reason`` is a bounded label value; ``citations`` are the invalid citations of a message
-    whose other citations were checked (empty when the message as a whole was unusable);
-    ``truncated_from`` is the original size of a value cut to its head.
-    """
-
-    origin: Origin
-    value: bytes | None
-    key: bytes | None
-    reason: str
-    error: str
-    citations: tuple[InvalidCitation, ...] = field(default=())
-    truncated_from: int | None = None  # the size of ``value`` before it was cut to its head
-
-    @property
-    def indexes(self) -> list[int]:
-        """Positions of the invalid citations within their answer."""
-        return [item.index for item in self.citations if item.index is not None]
-
-    def invalid_citations(self) -> Iterator[InvalidCitation]:
-        """One item per citation this letter stands for (one for a whole unusable message)."""
-        if self.citations:
-            yield from self.citations
-        else:
-            yield InvalidCitation(self.error, reason=self.reason)
-
-
-@dataclass(slots=True)
-class CheckedMessage:
-    verdicts: list[Verdict]
-    dead_letters: list[DeadLetter]
-    seconds: list[float]
 
 
 def oversized(origin: Origin, value: bytes, key: bytes | None, max_bytes: int) -> DeadLetter:
@@ -84,6 +36,17 @@ def oversized(origin: Origin, value: bytes, key: bytes | None, max_bytes: int) -
         "(value truncated in the dead letter)",
         truncated_from=len(value),
     )
+
+
+def unusable(letter: DeadLetter, mode: Mode = Mode.INLINE) -> Outcome:
+    """The outcome of a message that could not be used at all: one invalid citation for it."""
+    checked = [CheckedCitation(invalid_verdict(item)) for item in letter.invalid_citations()]
+    return Outcome(letter.origin, mode, checked, letter)
+
+
+def unread(origin: Origin, error: str, mode: Mode = Mode.INLINE) -> Outcome:
+    """The outcome of a line too large to read (its bytes were never held)."""
+    return unusable(DeadLetter(origin, None, None, "oversized", error), mode)
 
 
 def _letter(
@@ -109,37 +72,56 @@ def check_message(
     *,
     store: ChunkStore,
     policy: Policy,
-) -> CheckedMessage:
-    """Decode and check every citation of one message."""
-    result = CheckedMessage([], [], [])
+    mode: Mode = Mode.INLINE,
+) -> Outcome:
+    """Decode and check every citation of one message, in order; invalid ones in its dead letter.
+
+    Never raises for what the message holds: a check that raises is reported for its citation,
+    and anything else that raises (a decoder bug) makes the whole message ``check_failed``.
+    """
+    try:
+        return _check(value, key, origin, store, policy, mode)
+    except Exception as exc:  # nothing one message holds may stop the checks
+        letter = DeadLetter(origin, value, key, "check_failed", failure("handling", exc))
+        return unusable(letter, mode)
+
+
+def _check(  # noqa: PLR0917 - the private body of check_message, called once
+    value: bytes | None,
+    key: bytes | None,
+    origin: Origin,
+    store: ChunkStore,
+    policy: Policy,
+    mode: Mode,
+) -> Outcome:
     max_bytes = policy.limits.max_message_bytes
     if value is None:
-        result.dead_letters.append(
-            DeadLetter(origin, value, key, "empty", "message has no value (a tombstone?)")
-        )
-        return result
+        letter = DeadLetter(origin, value, key, "empty", "message has no value (a tombstone?)")
+        return unusable(letter, mode)
     if len(value) > max_bytes:
-        result.dead_letters.append(oversized(origin, value, key, max_bytes))
-        return result
+        return unusable(oversized(origin, value, key, max_bytes), mode)
     try:
         parsed = parse_json(value)
-    except RecordError as exc:
-        result.dead_letters.append(DeadLetter(origin, value, key, "invalid_json", str(exc)))
-        return result
+    except InvalidJson as exc:
+        return unusable(DeadLetter(origin, value, key, "invalid_json", str(exc)), mode)
+    checked: list[CheckedCitation] = []
     invalid: list[InvalidCitation] = []
     in_answer = type(parsed) is dict and "citations" in parsed
+    clock = time.perf_counter
     for index, item in enumerate(decode_citations(parsed, policy.limits)):
+        position = index if in_answer else None
         if type(item) is Citation:
-            started = time.perf_counter()
-            outcome = check_or_report(item, store, policy, index if in_answer else None)
-            if isinstance(outcome, InvalidCitation):
+            started = clock()
+            outcome = check_or_report(item, store, policy, position)
+            if type(outcome) is InvalidCitation:
                 invalid.append(outcome)
-                continue
-            result.verdicts.append(outcome)
-            result.seconds.append(time.perf_counter() - started)
+                checked.append(CheckedCitation(invalid_verdict(outcome), position))
+            else:
+                assert not isinstance(outcome, InvalidCitation)
+                checked.append(CheckedCitation(outcome, position, clock() - started))
         else:
             assert isinstance(item, InvalidCitation)
             invalid.append(item)
-    if invalid:
-        result.dead_letters.append(_letter(origin, value, key, invalid))
-    return result
+            checked.append(CheckedCitation(invalid_verdict(item), item.index))
+    dead_letter = _letter(origin, value, key, invalid) if invalid else None
+    return Outcome(origin, mode, checked, dead_letter)

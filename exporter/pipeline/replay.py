@@ -9,20 +9,22 @@ carrying extra fields must never be applied to the store as a chunk.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from exporter.checks.engine import invalid_verdict
 from exporter.outputs.report import SweepSummary
-from exporter.pipeline.core import Checked, LocalRecord, Pipeline
-from exporter.pipeline.messages import DeadLetter
+from exporter.pipeline.core import LocalRecord, Pipeline
+from exporter.pipeline.messages import unread
+from exporter.pipeline.outcome import Origin, Outcome
 from exporter.records.jsonl import InputError, Oversized, open_input, read_lines
-from exporter.records.schema import InvalidCitation
 
-__all__ = ["SkippedLine", "chunk_key", "records_of", "replay"]
+__all__ = ["BATCH", "SkippedLine", "chunk_key", "records_of", "replay"]
+
+# Outcomes handed on at a time: counted once per batch, as the Kafka loops count theirs.
+BATCH = 1000
 
 
 _CITATION_FIELDS = ("quote", "chunk_span", "citations")
@@ -80,32 +82,36 @@ def replay(
     records: Iterator[LocalRecord | SkippedLine],
     pipeline: Pipeline,
     chunks_topic: str,
-    on_checked: Callable[[Checked], None],
-    on_dead_letter: Callable[[DeadLetter], None],
+    on_batch: Callable[[Sequence[Outcome]], None],
 ) -> SweepSummary:
-    """Feed records through the pipeline; returns a summary of the answers' verdicts."""
+    """Feed records through the pipeline; returns a summary of the answers' verdicts.
+
+    ``on_batch`` gets the outcomes every :data:`BATCH` records and at the end (to count them
+    and write their verdicts), as a Kafka loop gets them once per fetched batch.
+    """
     summary = SweepSummary()
+    batch: list[Outcome] = []
     for record in records:
         if isinstance(record, SkippedLine):
-            summary.add(invalid_verdict(InvalidCitation(record.error, reason="oversized")))
-            summary.note_error(f"line {record.number}: {record.error}")
+            # not read, so not even its topic is known: in the summary, not in the metrics
+            summary.add_outcome(
+                unread(Origin("", 0, record.number), record.error), f"line {record.number}"
+            )
             continue
         if record.topic == chunks_topic:
-            letter = pipeline.chunk(record)
-            if letter is not None:
+            outcome = pipeline.chunk(record)
+            if outcome.dead_letter is not None:
                 summary.invalid_chunk_records += 1
-                summary.note_error(f"line {record.offset}: {letter.error}")
-                on_dead_letter(letter)
-            continue
-        checked = pipeline.answer(record)
-        for verdict in checked.verdicts:
-            summary.add(verdict)
-        for letter in checked.dead_letters:
-            for item in letter.invalid_citations():
-                summary.add(invalid_verdict(item))
-            summary.note_error(f"line {record.offset}: {letter.error}")
-            on_dead_letter(letter)
-        on_checked(checked)
+                summary.note_error(f"line {record.offset}: {outcome.dead_letter.error}")
+        else:
+            outcome = pipeline.answer(record)
+            summary.add_outcome(outcome, f"line {record.offset}")
+        batch.append(outcome)
+        if len(batch) >= BATCH:
+            on_batch(batch)
+            batch = []
+    if batch:
+        on_batch(batch)
     summary.chunks_loaded = pipeline.store.chunk_count
     summary.documents_loaded = pipeline.store.document_count
     return summary

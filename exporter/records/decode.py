@@ -16,10 +16,12 @@ from typing import Any
 
 import orjson
 
+from exporter.errors import InvalidJson, RecordError
 from exporter.records.limits import DEFAULT_LIMITS, MAX_ID_CHARS, Limits, bounded, preview
 from exporter.records.schema import Chunk, ChunkDeletion, Citation, InvalidCitation
 
 __all__ = [
+    "InvalidJson",
     "RecordError",
     "decode_chunk",
     "decode_citations",
@@ -32,10 +34,6 @@ __all__ = [
 MAX_OFFSET = 2**53 - 1
 
 
-class RecordError(ValueError):
-    """A record that breaks the contract; the message names the field and the problem."""
-
-
 def parse_json(data: bytes | str) -> Any:
     """Parse one JSON value, turning decoder errors into :class:`RecordError`."""
     try:
@@ -44,7 +42,7 @@ def parse_json(data: bytes | str) -> Any:
         stripped = data.rstrip()
         if len(stripped) != len(data):  # report what is wrong with the record, not its newline
             return parse_json(stripped)
-        raise RecordError(bounded(f"not valid JSON: {exc}")) from None
+        raise InvalidJson(bounded(f"not valid JSON: {exc}")) from None
 
 
 def _type_name(value: object) -> str:

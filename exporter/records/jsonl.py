@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO
 
+from exporter.errors import InputError, OutputError
+
 __all__ = [
     "Input",
     "InputError",
@@ -39,14 +41,6 @@ __all__ = [
 # Read size while skipping the rest of an oversized line.
 _SKIP_CHUNK = 1 << 16
 _GZIP_MAGIC = b"\x1f\x8b"
-
-
-class InputError(OSError):
-    """An input that cannot be read (to its end); the message says which and why."""
-
-
-class OutputError(OSError):
-    """An output that must not or cannot be written; the message says which and why."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +137,7 @@ def _readline(stream: IO[bytes], limit: int) -> bytes:
 def read_lines(
     stream: IO[bytes], max_bytes: int | None = None
 ) -> Iterator[tuple[int, bytes | Oversized]]:
-    """Yield (1-based line number, line) for every non-blank line.
+    """Yield (1-based line number, line without its line break) for every non-blank line.
 
     A line of more than ``max_bytes`` bytes (its newline not counted) is yielded as
     :class:`Oversized`; only ``max_bytes`` of it are ever held in memory.
@@ -158,7 +152,8 @@ def read_lines(
         if max_bytes is not None and len(line) > max_bytes and not _ends_within(line, max_bytes):
             yield number, Oversized(_skip_rest(stream, line))
         elif not line.isspace():
-            yield number, line
+            # without its line break, so a line of max_bytes is a message of max_bytes
+            yield number, line[:-2] if line.endswith(b"\r\n") else line.rstrip(b"\n")
 
 
 def _ends_within(line: bytes, max_bytes: int) -> bool:

@@ -1,0 +1,52 @@
+"""An exporter without Kafka, for ``run --source`` and ``demo``: pipeline, metrics, /metrics.
+
+Built from the settings like the Kafka runtime, but without constructing it: the store is
+empty and ready at once, outcomes are recorded as the replay or the demo hands them on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from prometheus_client import CollectorRegistry
+
+from exporter import __version__
+from exporter.checks.store import ChunkStore
+from exporter.outputs.metrics import ExporterMetrics, SourceLabels
+from exporter.outputs.state import ExporterState
+from exporter.pipeline.core import Pipeline
+from exporter.pipeline.outcome import Outcome
+from exporter.settings import Settings
+from exporter.web.server import MetricsServer
+
+__all__ = ["OfflineExporter"]
+
+
+class OfflineExporter:
+    """A pipeline over a fresh store, its metrics, and the server that exposes them.
+
+    Raises OSError when the metrics port cannot be bound.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.registry = CollectorRegistry()
+        store = ChunkStore()
+        self.state = ExporterState(ready=True, store=store)
+        self.metrics = ExporterMetrics(
+            self.registry,
+            SourceLabels(settings.sources, settings.max_sources),
+            __version__,
+            self.state,
+        )
+        self.metrics.initialise_topics([settings.chunks_topic, settings.answers_topic])
+        self.pipeline = Pipeline(store, settings.policy, publish_all=settings.publish_all_verdicts)
+        self.http = MetricsServer(
+            self.registry,
+            lambda: self.state.ready,
+            settings.metrics_host,
+            settings.metrics_port,
+            problem=lambda: self.state.problem,
+        )
+
+    def record(self, outcomes: Sequence[Outcome]) -> None:
+        self.metrics.record(outcomes)

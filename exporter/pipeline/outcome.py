@@ -1,0 +1,99 @@
+"""What handling one message came to: the one type every path returns and every output reads.
+
+The Kafka loops, sweeps over the answer topic, ``run --source`` replays, the demo and the
+offline file sweep all turn a message into an :class:`Outcome`; the metrics record outcomes
+(a batch at a time), the publisher sends their verdicts and dead letter, and the sweep summary
+adds them up. Every citation a message held is in ``checked``, valid or not, in input order, so
+every path accounts for every citation the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from exporter.checks.verdict import Status, Verdict
+from exporter.records.schema import InvalidCitation
+
+__all__ = ["CheckedCitation", "DeadLetter", "Mode", "Origin", "Outcome"]
+
+
+class Mode(StrEnum):
+    """Why a message is being checked: as it arrives, or again in a sweep of the archive."""
+
+    INLINE = "inline"
+    SWEEP = "sweep"
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a message came from, for dead letters and verdict provenance."""
+
+    topic: str
+    partition: int
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """An input that could not be used (whole, or some of its citations).
+
+    ``reason`` is a bounded label value; ``citations`` are the invalid citations of a message
+    whose other citations were checked (empty when the message as a whole was unusable);
+    ``truncated_from`` is the original size of a value cut to its head.
+    """
+
+    origin: Origin
+    value: bytes | None
+    key: bytes | None
+    reason: str
+    error: str
+    citations: tuple[InvalidCitation, ...] = field(default=())
+    truncated_from: int | None = None  # the size of ``value`` before it was cut to its head
+
+    @property
+    def indexes(self) -> list[int]:
+        """Positions of the invalid citations within their answer."""
+        return [item.index for item in self.citations if item.index is not None]
+
+    def invalid_citations(self) -> Iterator[InvalidCitation]:
+        """One item per citation this letter stands for (one for a whole unusable message)."""
+        if self.citations:
+            yield from self.citations
+        else:
+            yield InvalidCitation(self.error, reason=self.reason)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedCitation:
+    """One citation's verdict, where it sat in its answer, and what checking it cost.
+
+    ``index`` is the position within an answer event (None for a lone citation); ``seconds``
+    is the inline check time (0 for a citation that could not be decoded).
+    """
+
+    verdict: Verdict
+    index: int | None = None
+    seconds: float = 0.0
+
+
+@dataclass(slots=True)
+class Outcome:
+    """One message, handled: its citations' verdicts, its dead letter, what to publish.
+
+    A chunk or control message has no citations; ``dead_letter`` is at most one per message,
+    listing every invalid citation it held; ``publish`` is the verdicts to send to the verdict
+    topic (failing ones, or all inline ones with ``publish_all_verdicts``).
+    """
+
+    origin: Origin
+    mode: Mode = Mode.INLINE
+    checked: list[CheckedCitation] = field(default_factory=list)
+    dead_letter: DeadLetter | None = None
+    publish: list[Verdict] = field(default_factory=list)
+
+    @property
+    def verdicts(self) -> list[Verdict]:
+        """The verdicts of the citations that could be checked (not the invalid ones)."""
+        return [c.verdict for c in self.checked if c.verdict.status is not Status.INVALID]
