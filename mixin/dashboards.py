@@ -101,8 +101,8 @@ def _heatmap(
 
 
 def _panels() -> list[dict[str, Any]]:
-    drift = f"citation:drift_failures_per_check:ratio_rate15m{{{JOB}}}"
-    superseded = f"citation:superseded_failures_per_check:ratio_rate15m{{{JOB}}}"
+    drift = f"job:citation_drift_failures_per_check:ratio_rate15m{{{JOB}}}"
+    superseded = f"job:citation_superseded_failures_per_check:ratio_rate15m{{{JOB}}}"
     page, baseline = c.DRIFT_RATIO_PAGE, c.DRIFT_RATIO_BASELINE
     return [
         _row("Drift since the deploy", 0),
@@ -234,7 +234,7 @@ def _panels() -> list[dict[str, Any]]:
             "stat",
             "Sweep drift ratio",
             f"Drift found by the last completed sweep; pages above {c.SWEEP_DRIFT_RATIO_PAGE:.0%}.",
-            [_target(f"citation:sweep_drift_failures_per_citation:ratio{{{JOB}}}")],
+            [_target(f"job:citation_sweep_drift_failures_per_citation:ratio{{{JOB}}}")],
             "percentunit",
             (12, 28, 6, 4),
             defaults={

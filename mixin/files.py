@@ -1,9 +1,10 @@
-"""Every generated file, by path relative to the repository root."""
+"""Every generated file of one config, by path relative to the output directory (the repo)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from mixin.config import DEFAULT, MixinConfig
 from mixin.dashboards import citation_drift_dashboard
 from mixin.render import to_json, to_yaml
 from mixin.rule_tests import rule_tests
@@ -42,7 +43,7 @@ DASHBOARD_PROVIDERS = {
 }
 
 
-def prometheus_rule() -> dict[str, Any]:
+def prometheus_rule(config: MixinConfig) -> dict[str, Any]:
     """The same groups as a prometheus-operator ``PrometheusRule`` resource."""
     return {
         "apiVersion": "monitoring.coreos.com/v1",
@@ -51,15 +52,15 @@ def prometheus_rule() -> dict[str, Any]:
             "name": "citation-drift-exporter",
             "labels": {"app.kubernetes.io/name": "citation-drift-exporter", "role": "alert-rules"},
         },
-        "spec": rule_groups(),
+        "spec": rule_groups(config),
     }
 
 
-def generated_files() -> dict[str, str]:
+def generated_files(config: MixinConfig = DEFAULT) -> dict[str, str]:
     return {
-        "rules/citation-drift.rules.yml": to_yaml(rule_groups()),
-        "rules/tests/citation-drift.test.yml": to_yaml(rule_tests()),
-        "rules/kubernetes/citation-drift.prometheusrule.yaml": to_yaml(prometheus_rule()),
+        "rules/citation-drift.rules.yml": to_yaml(rule_groups(config)),
+        "rules/tests/citation-drift.test.yml": to_yaml(rule_tests(config)),
+        "rules/kubernetes/citation-drift.prometheusrule.yaml": to_yaml(prometheus_rule(config)),
         "grafana/dashboards/citation-drift.json": to_json(citation_drift_dashboard()),
         "grafana/provisioning/datasources/prometheus.yml": to_yaml(DATASOURCES),
         "grafana/provisioning/dashboards/citation-drift.yml": to_yaml(DASHBOARD_PROVIDERS),

@@ -138,8 +138,8 @@ def test_a_content_refresh_opens_a_ticket_and_never_pages(
         assert not [
             a for a in stack.webhook.alerts() if a["labels"]["alertname"] == "CitationDriftRateHigh"
         ]
-        superseded = stack.query("citation:superseded_failures_per_check:ratio_rate15m")
-        drift = stack.query("citation:drift_failures_per_check:ratio_rate15m")
+        superseded = stack.query("job:citation_superseded_failures_per_check:ratio_rate15m")
+        drift = stack.query("job:citation_drift_failures_per_check:ratio_rate15m")
         assert float(superseded[0]["value"][1]) > 0.1
         assert float(drift[0]["value"][1]) < config.DRIFT_RATIO_PAGE
     finally:
