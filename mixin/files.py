@@ -12,22 +12,26 @@ from mixin.rules import rule_groups
 
 __all__ = ["generated_files"]
 
-# Grafana provisioning: a Prometheus datasource with a fixed uid, and the boards from a folder
-# (mount grafana/dashboards at /var/lib/grafana/dashboards).
-DATASOURCES = {
-    "apiVersion": 1,
-    "datasources": [
-        {
-            "name": "Prometheus",
-            "type": "prometheus",
-            "uid": "prometheus",
-            "access": "proxy",
-            "url": "http://prometheus:9090",
-            "isDefault": True,
-            "jsonData": {"timeInterval": "15s"},
-        }
-    ],
-}
+
+def _datasources(config: MixinConfig) -> dict[str, Any]:
+    """Grafana provisioning: a Prometheus datasource with a fixed uid."""
+    return {
+        "apiVersion": 1,
+        "datasources": [
+            {
+                "name": config.datasource,
+                "type": "prometheus",
+                "uid": "prometheus",
+                "access": "proxy",
+                "url": config.prometheus_url,
+                "isDefault": True,
+                "jsonData": {"timeInterval": config.scrape_interval},
+            }
+        ],
+    }
+
+
+# Grafana provisioning: the boards from a folder (mount grafana/dashboards there).
 DASHBOARD_PROVIDERS = {
     "apiVersion": 1,
     "providers": [
@@ -61,7 +65,7 @@ def generated_files(config: MixinConfig = DEFAULT) -> dict[str, str]:
         "rules/citation-drift.rules.yml": to_yaml(rule_groups(config)),
         "rules/tests/citation-drift.test.yml": to_yaml(rule_tests(config)),
         "rules/kubernetes/citation-drift.prometheusrule.yaml": to_yaml(prometheus_rule(config)),
-        "grafana/dashboards/citation-drift.json": to_json(citation_drift_dashboard()),
-        "grafana/provisioning/datasources/prometheus.yml": to_yaml(DATASOURCES),
+        "grafana/dashboards/citation-drift.json": to_json(citation_drift_dashboard(config)),
+        "grafana/provisioning/datasources/prometheus.yml": to_yaml(_datasources(config)),
         "grafana/provisioning/dashboards/citation-drift.yml": to_yaml(DASHBOARD_PROVIDERS),
     }

@@ -79,6 +79,16 @@ def series_names(rule_file: dict[str, Any]) -> set[str]:
     return names | {"up"} | {r["record"] for r in rules if "record" in r}
 
 
+def grafana_substitute(expr: str, board: dict[str, Any], range_: str = "1h") -> str:
+    """A board query as Grafana sends it with every variable on All and 1m intervals."""
+    for variable in board["templating"]["list"]:
+        if variable["type"] == "query":
+            expr = expr.replace(f"${variable['name']}", variable["allValue"])
+    for interval in ("$__rate_interval", "$__interval"):
+        expr = expr.replace(interval, "1m")
+    return expr.replace("$__range", range_)
+
+
 def _binary(*names: str) -> str:
     import shutil
 
