@@ -1,4 +1,4 @@
-"""Write (or, with --check, verify) every generated file of rules/ and grafana/."""
+"""Write (or, with --check, verify) every generated file: rules/, grafana/, deploy/kubernetes/."""
 
 from __future__ import annotations
 

@@ -52,6 +52,22 @@ def test_generated_files_are_up_to_date() -> None:
     assert done.returncode == 0, done.stderr
 
 
+def test_check_names_a_stale_file(another: Path, tmp_path: Path) -> None:
+    out = tmp_path / "copy"
+    shutil.copytree(another, out)
+    manifest = out / "deploy" / "kubernetes" / "citation-drift-exporter.yaml"
+    manifest.write_text(manifest.read_text().replace("replicas: 1", "replicas: 3"))
+    config = tmp_path / "config.toml"
+    config.write_text(ANOTHER_DEPLOYMENT)
+    command = [sys.executable, "-m", "mixin", "--config", str(config), "--out", str(out)]
+    done = subprocess.run(
+        [*command, "--check"], cwd=REPO, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 1
+    assert "deploy/kubernetes/citation-drift-exporter.yaml" in done.stderr
+    assert "rules/citation-drift.rules.yml" not in done.stderr
+
+
 @needs_promtool
 def test_promtool_checks_the_rules() -> None:
     done = _promtool("check", "rules", str(RULES))
