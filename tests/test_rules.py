@@ -199,6 +199,16 @@ def test_a_bad_config_is_an_error_naming_the_key(tmp_path: Path, text: str, name
     assert not (tmp_path / "out").exists(), "nothing is written for a bad config"
 
 
+def test_the_readmes_example_config_loads(tmp_path: Path) -> None:
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("### Configuring the mixin") :]
+    example = section[section.index("```toml\n") + 8 : section.index("```\n", 1)]
+    path = tmp_path / "example.toml"
+    path.write_text(example)
+    config = load_config(path)
+    assert config.job == "citations-prod" and config.aggregation_labels == ("namespace",)
+
+
 def test_every_setting_has_a_comment_saying_why() -> None:
     source = (REPO / "mixin" / "config.py").read_text().splitlines()
     for name in MixinConfig.__dataclass_fields__:
