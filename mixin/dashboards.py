@@ -2,8 +2,10 @@
 
 Built as plain Grafana dashboard JSON (schema 39) from small helpers, so the committed JSON is
 reviewable and every query can be tested against a real Prometheus. Every panel reads the
-``datasource`` variable (no datasource uid is hard-coded), every rate uses
-``$__rate_interval``, and every panel has a unit.
+``datasource`` variable (no datasource uid is hard-coded), every series selector carries the
+config's job selector and the ``instance`` variable (and one variable per aggregation label),
+every rate uses ``$__rate_interval``, heatmaps ``increase()`` over ``$__interval`` (cells that
+do not overlap, so counts are not inflated), and every panel has a unit.
 """
 
 from __future__ import annotations
@@ -11,13 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 from exporter import alerting as c
+from mixin.config import DEFAULT, MixinConfig
+from mixin.rules import Names, spoken
 
-__all__ = ["DASHBOARD_UID", "citation_drift_dashboard", "panel_queries"]
+__all__ = ["citation_drift_dashboard", "panel_queries"]
 
-DASHBOARD_UID = "citation-drift"
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
-JOB = 'job=~"$job"'
-INLINE = f'mode="inline", {JOB}'
 
 
 def _target(
@@ -80,8 +81,13 @@ def _row(title: str, y: int) -> dict[str, Any]:
     }
 
 
-def _heatmap(
-    title: str, description: str, expr: str, unit: str, grid: tuple[int, int, int, int]
+def _heatmap(  # noqa: PLR0917 - read like a table of panels
+    title: str,
+    description: str,
+    expr: str,
+    unit: str,
+    grid: tuple[int, int, int, int],
+    min_interval: str,
 ) -> dict[str, Any]:
     return _panel(
         "heatmap",
@@ -90,6 +96,8 @@ def _heatmap(
         [_target(expr, "{{le}}", heatmap=True)],
         unit,
         grid,
+        # $__interval is never shorter than this, so each cell holds two scrapes or more
+        interval=min_interval,
         options={
             "calculate": False,
             "yAxis": {"unit": unit},
@@ -100,22 +108,44 @@ def _heatmap(
     )
 
 
-def _panels() -> list[dict[str, Any]]:
-    drift = f"citation:drift_failures_per_check:ratio_rate15m{{{JOB}}}"
-    superseded = f"citation:superseded_failures_per_check:ratio_rate15m{{{JOB}}}"
+class _Queries:
+    """The selectors and label lists every query of one config's board is built from."""
+
+    def __init__(self, config: MixinConfig) -> None:
+        filters = [f'{label}=~"${label}"' for label in config.aggregation_labels]
+        # every series selector: the job, each aggregation label's variable, the instances
+        self.select = ", ".join([config.selector, *filters, 'instance=~"$instance"'])
+        self.inline = f'mode="inline", {self.select}'
+        self.by = config.by()
+        self.legend = " ".join(f"{{{{{label}}}}}" for label in (*config.aggregation_labels, "job"))
+        names = Names(config)
+        self.drift = self._ratio(names.instance_drift, names.instance_checks)
+        self.superseded = self._ratio(names.instance_superseded, names.instance_checks)
+
+    def _ratio(self, numerator: str, denominator: str) -> str:
+        """Summed per job from the per-instance rules, so the instance filter applies."""
+        return (
+            f"sum by {self.by} ({numerator}{{{self.select}}})\n/\n"
+            f"sum by {self.by} ({denominator}{{{self.select}}})"
+        )
+
+
+def _panels(config: MixinConfig) -> list[dict[str, Any]]:
+    q = _Queries(config)
+    select, inline, window = q.select, q.inline, spoken(config.rate_window)
     page, baseline = c.DRIFT_RATIO_PAGE, c.DRIFT_RATIO_BASELINE
     return [
         _row("Drift since the deploy", 0),
         _panel(
             "timeseries",
-            "Drift and superseded ratios (inline, 15 minutes)",
+            f"Drift and superseded ratios (inline, {window})",
             "Drift (the span lost its quote on the live document version) and superseded (the "
             "document was reissued) are separate series: a content refresh raises superseded, "
             f"never drift. Drift pages above {page:.0%}; it normally runs at about "
             f"{baseline:.1%}.",
             [
-                _target(drift, "drift {{job}}"),
-                _target(superseded, "superseded {{job}}"),
+                _target(q.drift, f"drift {q.legend}"),
+                _target(q.superseded, f"superseded {q.legend}"),
                 _target(f"vector({page})", f"page threshold {page:.0%}"),
                 _target(f"vector({baseline})", f"baseline {baseline:.1%}"),
             ],
@@ -129,9 +159,9 @@ def _panels() -> list[dict[str, Any]]:
         ),
         _panel(
             "stat",
-            "Drift ratio, last 15 minutes",
+            f"Drift ratio, last {window}",
             f"Inline drift ratio. Pages above {page:.0%} with enough traffic.",
-            [_target(drift, "{{job}}")],
+            [_target(q.drift, q.legend)],
             "percentunit",
             (16, 1, 8, 4),
             defaults={
@@ -146,8 +176,8 @@ def _panels() -> list[dict[str, Any]]:
             "Drift over the last few scrapes: reacts within a minute of a deploy.",
             [
                 _target(
-                    f"sum(rate(citation_drift_failures_total{{{INLINE}}}[$__rate_interval]))\n/\n"
-                    f"sum(rate(citation_checks_total{{{INLINE}}}[$__rate_interval]))"
+                    f"sum(rate(citation_drift_failures_total{{{inline}}}[$__rate_interval]))\n/\n"
+                    f"sum(rate(citation_checks_total{{{inline}}}[$__rate_interval]))"
                 )
             ],
             "percentunit",
@@ -164,10 +194,11 @@ def _panels() -> list[dict[str, Any]]:
             "Signed shift (characters) of every repaired citation: where the quote is now minus "
             "where its span points. A chunk-size change shows as one bright band; scattered "
             "cells mean many unrelated causes.",
-            f"sum by (le) (increase(citation_offset_shift_characters_bucket{{{INLINE}}}"
-            "[$__rate_interval]))",
+            f"sum by (le) (increase(citation_offset_shift_characters_bucket{{{inline}}}"
+            "[$__interval]))",
             "short",
             (0, 10, 12, 9),
+            config.heatmap_min_interval,
         ),
         _panel(
             "barchart",
@@ -176,7 +207,7 @@ def _panels() -> list[dict[str, Any]]:
             [
                 _target(
                     "sum by (le) (increase(citation_offset_shift_characters_bucket"
-                    f'{{mode="sweep", {JOB}}}[$__range]))',
+                    f'{{mode="sweep", {select}}}[$__range]))',
                     "{{le}}",
                     instant=True,
                     heatmap=True,
@@ -191,10 +222,11 @@ def _panels() -> list[dict[str, Any]]:
             "Folded similarity (0-1) between each quote and the text at its span. Typography "
             "changes stay near 1; shifted spans fall far below; the gap between them is why "
             "the threshold sits at 0.98.",
-            f"sum by (le) (increase(citation_quote_similarity_ratio_bucket{{{INLINE}}}"
-            "[$__rate_interval]))",
+            f"sum by (le) (increase(citation_quote_similarity_ratio_bucket{{{inline}}}"
+            "[$__interval]))",
             "percentunit",
             (0, 19, 12, 8),
+            config.heatmap_min_interval,
         ),
         _panel(
             "timeseries",
@@ -205,7 +237,7 @@ def _panels() -> list[dict[str, Any]]:
             [
                 _target(
                     "sum by (kind, reason) (rate(citation_failure_reasons_total"
-                    f"{{{INLINE}}}[$__rate_interval]))",
+                    f"{{{inline}}}[$__rate_interval]))",
                     "{{kind}} {{reason}}",
                 )
             ],
@@ -218,7 +250,7 @@ def _panels() -> list[dict[str, Any]]:
             "stat",
             "Last sweep completed",
             "When the last sweep of the archive completed (a re-index, or a control request).",
-            [_target(f"max(citation_sweep_last_completed_timestamp_seconds{{{JOB}}}) * 1000")],
+            [_target(f"max(citation_sweep_last_completed_timestamp_seconds{{{select}}}) * 1000")],
             "dateTimeFromNow",
             (0, 28, 6, 4),
         ),
@@ -226,7 +258,7 @@ def _panels() -> list[dict[str, Any]]:
             "stat",
             "Sweep duration",
             "How long the last completed sweep took.",
-            [_target(f"max(citation_sweep_duration_seconds{{{JOB}}})")],
+            [_target(f"max(citation_sweep_duration_seconds{{{select}}})")],
             "s",
             (6, 28, 6, 4),
         ),
@@ -234,7 +266,14 @@ def _panels() -> list[dict[str, Any]]:
             "stat",
             "Sweep drift ratio",
             f"Drift found by the last completed sweep; pages above {c.SWEEP_DRIFT_RATIO_PAGE:.0%}.",
-            [_target(f"citation:sweep_drift_failures_per_citation:ratio{{{JOB}}}")],
+            [
+                _target(
+                    f"sum by {q.by} (citation_sweep_citations"
+                    f'{{status=~"drift_repaired|drift_unrepaired", {select}}})\n/\n'
+                    f'sum by {q.by} (citation_sweep_citations{{status!="invalid", {select}}})',
+                    q.legend,
+                )
+            ],
             "percentunit",
             (12, 28, 6, 4),
             defaults={
@@ -247,7 +286,7 @@ def _panels() -> list[dict[str, Any]]:
             "gauge",
             "Sweep progress",
             "Share of the archive the running sweep has checked.",
-            [_target(f"max(citation_sweep_progress_ratio{{{JOB}}})")],
+            [_target(f"max(citation_sweep_progress_ratio{{{select}}})")],
             "percentunit",
             (18, 28, 6, 4),
             defaults={"min": 0, "max": 1},
@@ -258,7 +297,7 @@ def _panels() -> list[dict[str, Any]]:
             "Verdicts of the last completed sweep.",
             [
                 _target(
-                    f"sum by (status) (citation_sweep_citations{{{JOB}}})",
+                    f"sum by (status) (citation_sweep_citations{{{select}}})",
                     "{{status}}",
                     instant=True,
                 )
@@ -279,9 +318,9 @@ def _panels() -> list[dict[str, Any]]:
             [
                 _target(
                     "topk(10,\n"
-                    f"  sum by (source) (rate(citation_drift_failures_total{{{INLINE}}}"
+                    f"  sum by (source) (rate(citation_drift_failures_total{{{inline}}}"
                     "[$__rate_interval]))\n"
-                    f"  /\n  sum by (source) (rate(citation_checks_total{{{INLINE}}}"
+                    f"  /\n  sum by (source) (rate(citation_checks_total{{{inline}}}"
                     "[$__rate_interval]))\n)",
                     "{{source}}",
                     instant=True,
@@ -298,7 +337,7 @@ def _panels() -> list[dict[str, Any]]:
             "Checks per second, inline (live traffic) and by sweeps.",
             [
                 _target(
-                    f"sum by (mode) (rate(citation_checks_total{{{JOB}}}[$__rate_interval]))",
+                    f"sum by (mode) (rate(citation_checks_total{{{select}}}[$__rate_interval]))",
                     "{{mode}}",
                 )
             ],
@@ -311,7 +350,7 @@ def _panels() -> list[dict[str, Any]]:
             "Messages between each consumer's position and the high water mark.",
             [
                 _target(
-                    f"sum by (topic) (citation_exporter_consumer_lag_messages{{{JOB}}})",
+                    f"sum by (topic) (citation_exporter_consumer_lag_messages{{{select}}})",
                     "{{topic}}",
                 )
             ],
@@ -323,8 +362,8 @@ def _panels() -> list[dict[str, Any]]:
             "Exporters ready",
             "Exporters that have loaded the chunk store and check citations, of all scraped.",
             [
-                _target(f"sum(citation_exporter_ready{{{JOB}}})", "ready"),
-                _target(f"count(citation_exporter_ready{{{JOB}}})", "scraped"),
+                _target(f"sum(citation_exporter_ready{{{select}}})", "ready"),
+                _target(f"count(citation_exporter_ready{{{select}}})", "scraped"),
             ],
             "short",
             (0, 47, 8, 5),
@@ -336,7 +375,7 @@ def _panels() -> list[dict[str, Any]]:
             [
                 _target(
                     "sum by (topic, reason) (rate(citation_exporter_invalid_events_total"
-                    f"{{{JOB}}}[$__rate_interval]))",
+                    f"{{{select}}}[$__rate_interval]))",
                     "{{topic}} {{reason}}",
                 )
             ],
@@ -348,8 +387,8 @@ def _panels() -> list[dict[str, Any]]:
             "Chunk store",
             "Live chunks and documents held in memory.",
             [
-                _target(f"sum(citation_store_chunks{{{JOB}}})", "chunks"),
-                _target(f"sum(citation_store_documents{{{JOB}}})", "documents"),
+                _target(f"sum(citation_store_chunks{{{select}}})", "chunks"),
+                _target(f"sum(citation_store_documents{{{select}}})", "documents"),
             ],
             "short",
             (16, 47, 8, 5),
@@ -370,10 +409,51 @@ def _annotation(name: str, expr: str, color: str) -> dict[str, Any]:
     }
 
 
-def citation_drift_dashboard() -> dict[str, Any]:
+def _query_variable(name: str, query: str, all_value: str) -> dict[str, Any]:
+    """A multi-select variable of label values, with All (sent as ``all_value``)."""
     return {
-        "uid": DASHBOARD_UID,
-        "title": "Citation drift",
+        "name": name,
+        "label": name.capitalize(),
+        "type": "query",
+        "datasource": DATASOURCE,
+        "query": {"query": query, "refId": name},
+        "definition": query,
+        "includeAll": True,
+        "multi": True,
+        "allValue": all_value,
+        "current": {},
+        "refresh": 2,
+        "sort": 1,
+    }
+
+
+def _variables(config: MixinConfig) -> list[dict[str, Any]]:
+    variables: list[dict[str, Any]] = [
+        {
+            "name": "datasource",
+            "label": "Data source",
+            "type": "datasource",
+            "query": "prometheus",
+            "current": {"selected": True, "text": config.datasource, "value": config.datasource},
+            "hide": 0,
+        }
+    ]
+    matchers = [config.selector]
+    for label in config.aggregation_labels:
+        query = f"label_values(citation_exporter_build_info{{{', '.join(matchers)}}}, {label})"
+        # ".*": All also matches series the label is missing from
+        variables.append(_query_variable(label, query, ".*"))
+        matchers.append(f'{label}=~"${label}"')
+    query = f"label_values(citation_exporter_build_info{{{', '.join(matchers)}}}, instance)"
+    variables.append(_query_variable("instance", query, ".+"))
+    return variables
+
+
+def citation_drift_dashboard(config: MixinConfig = DEFAULT) -> dict[str, Any]:
+    select = _Queries(config).select
+    return {
+        "uid": config.dashboard_uid,
+        "title": config.dashboard_title,
         "description": "Drift and superseded citations, the shift distribution, the last sweep "
         "and the exporter's health: open it after every parser or chunker deploy.",
         "tags": ["citations", "rag", "citation-drift-exporter"],
@@ -381,52 +461,25 @@ def citation_drift_dashboard() -> dict[str, Any]:
         "schemaVersion": 39,
         "version": 1,
         "editable": False,
-        "refresh": "30s",
+        "refresh": config.dashboard_refresh,
         "time": {"from": "now-6h", "to": "now"},
-        "templating": {
-            "list": [
-                {
-                    "name": "datasource",
-                    "label": "Data source",
-                    "type": "datasource",
-                    "query": "prometheus",
-                    "current": {},
-                    "hide": 0,
-                },
-                {
-                    "name": "job",
-                    "label": "Job",
-                    "type": "query",
-                    "datasource": DATASOURCE,
-                    "query": {
-                        "query": "label_values(citation_exporter_build_info, job)",
-                        "refId": "job",
-                    },
-                    "definition": "label_values(citation_exporter_build_info, job)",
-                    "includeAll": True,
-                    "multi": True,
-                    "allValue": ".+",
-                    "current": {},
-                    "refresh": 2,
-                },
-            ]
-        },
+        "templating": {"list": _variables(config)},
         "annotations": {
             "list": [
                 _annotation(
                     "Sweep completed",
-                    f"changes(citation_sweep_last_completed_timestamp_seconds{{{JOB}}}[2m]) > 0",
+                    f"changes(citation_sweep_last_completed_timestamp_seconds{{{select}}}[2m]) > 0",
                     "blue",
                 ),
                 _annotation(
                     "Chunker changed",
                     "changes(citation_store_last_chunker_change_timestamp_seconds"
-                    f"{{{JOB}}}[2m]) > 0",
+                    f"{{{select}}}[2m]) > 0",
                     "orange",
                 ),
             ]
         },
-        "panels": _panels(),
+        "panels": _panels(config),
     }
 
 

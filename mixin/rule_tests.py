@@ -1,7 +1,9 @@
-"""promtool unit tests of the rules, both sides of every line.
+"""promtool unit tests of the rules, both sides of every line, for any config.
 
 Generated rather than hand-written so the expected annotations are the shipped templates
 rendered with the expected values: promtool then checks that Prometheus renders them the same.
+The expected labels come from the config (its job, one value per aggregation label), not from
+the rules' text, so rules that lost a label from an aggregation fail here.
 """
 
 from __future__ import annotations
@@ -10,115 +12,26 @@ import re
 from typing import Any
 
 from exporter import alerting as c
-from mixin.rules import rule_groups
+from mixin.config import DEFAULT, MixinConfig, duration_seconds
+from mixin.rules import Names, rule_groups
 
-__all__ = ["rule_tests"]
+__all__ = ["OTHER_JOB", "rule_tests"]
 
-JOB = {"job": c.JOB}
-EXPORTER = {**JOB, "instance": "exporter-1:9877"}
+# a job that is not the exporter's: its series must never reach a rule
+OTHER_JOB = "something-else"
+
+
+def _minutes(duration: str) -> int:
+    return int(duration_seconds(duration) // 60)
+
+
+def _at(minutes: int) -> str:
+    return f"{minutes}m"
 
 
 def _series(name: str, labels: dict[str, str], values: str) -> dict[str, str]:
     rendered = ",".join(f'{key}="{value}"' for key, value in labels.items())
     return {"series": f"{name}{{{rendered}}}", "values": values}
-
-
-def _annotations(alert: str, value: str, labels: dict[str, str]) -> dict[str, str]:
-    """The alert's annotations as Prometheus renders them for ``value`` and ``labels``."""
-    rule = next(r for g in rule_groups()["groups"] for r in g["rules"] if r.get("alert") == alert)
-
-    def render(text: str) -> str:
-        text = text.replace("{{ $value | humanizePercentage }}", value)
-        text = text.replace("{{ $value }}", value)
-        return re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: labels.get(m.group(1), ""), text)
-
-    return {key: render(text) for key, text in rule["annotations"].items()}
-
-
-def _firing(alert: str, labels: dict[str, str], value: str) -> list[dict[str, Any]]:
-    severity = next(
-        r["labels"]["severity"]
-        for g in rule_groups()["groups"]
-        for r in g["rules"]
-        if r.get("alert") == alert
-    )
-    return [
-        {
-            "exp_labels": {**labels, "severity": severity},
-            "exp_annotations": _annotations(alert, value, labels),
-        }
-    ]
-
-
-def _quiet(alert: str, at: str) -> dict[str, Any]:
-    return {"eval_time": at, "alertname": alert, "exp_alerts": []}
-
-
-def _fires(alert: str, at: str, labels: dict[str, str], value: str) -> dict[str, Any]:
-    return {"eval_time": at, "alertname": alert, "exp_alerts": _firing(alert, labels, value)}
-
-
-def _quiet_then_fires(
-    alert: str, quiet_at: str, fires_at: str, labels: dict[str, str], value: str
-) -> list[dict[str, Any]]:
-    """Both sides of the line: nothing yet at ``quiet_at``, firing at ``fires_at``."""
-    return [_quiet(alert, quiet_at), _fires(alert, fires_at, labels, value)]
-
-
-def _inline(
-    checks_per_minute: float, drift: float = 0.0, superseded: float = 0.0, minutes: int = 60
-) -> list[dict[str, str]]:
-    """Inline traffic: checks per minute, and drift / superseded failures as shares."""
-    labels = {**EXPORTER, "mode": "inline", "source": "acme"}
-    series = [_series("citation_checks_total", labels, f"0+{checks_per_minute:g}x{minutes}")]
-    if drift:
-        series.append(
-            _series(
-                "citation_drift_failures_total",
-                {**labels, "outcome": "repaired"},
-                f"0+{checks_per_minute * drift:g}x{minutes}",
-            )
-        )
-    if superseded:
-        series.append(
-            _series(
-                "citation_superseded_failures_total",
-                labels,
-                f"0+{checks_per_minute * superseded:g}x{minutes}",
-            )
-        )
-    # a sweep of the archive in the same window: must not move the inline ratio
-    sweep = {**EXPORTER, "mode": "sweep", "source": "acme"}
-    series.append(
-        _series("citation_checks_total", sweep, f"0+{checks_per_minute * 10:g}x{minutes}")
-    )
-    series.append(
-        _series(
-            "citation_drift_failures_total",
-            {**sweep, "outcome": "repaired"},
-            f"0+{checks_per_minute * 5:g}x{minutes}",
-        )
-    )
-    return series
-
-
-def _sweep(ok: int, drift: int, invalid: int = 0) -> list[dict[str, str]]:
-    return [
-        _series("citation_sweep_citations", {**EXPORTER, "status": "ok"}, f"{ok}x30"),
-        _series(
-            "citation_sweep_citations", {**EXPORTER, "status": "drift_repaired"}, f"{drift}x30"
-        ),
-        _series("citation_sweep_citations", {**EXPORTER, "status": "invalid"}, f"{invalid}x30"),
-    ]
-
-
-def _growing_lag(consumed: str) -> list[dict[str, str]]:
-    """Lag that grows by 10 a minute, with the consumed-messages counter given."""
-    topic = {**EXPORTER, "topic": "rag.answers"}
-    return [
-        _series("citation_exporter_consumer_lag_messages", {**topic, "partition": "0"}, "0+10x40"),
-        _series("citation_exporter_events_total", topic, consumed),
-    ]
 
 
 def _case(
@@ -138,156 +51,334 @@ def _case(
     return case
 
 
-def rule_tests() -> dict[str, Any]:
-    drift_page = "CitationDriftRateHigh"
-    refresh = "CitationContentRefreshDetected"
-    return {
-        "rule_files": ["../citation-drift.rules.yml"],
-        "evaluation_interval": "1m",
-        "tests": [
+class _Tests:
+    """The test cases of one config; ``job`` and ``exporter`` are the labels they expect."""
+
+    def __init__(self, config: MixinConfig) -> None:
+        self.config = config
+        self.rules = [r for g in rule_groups(config)["groups"] for r in g["rules"]]
+        self.names = Names(config)
+        # one example value per aggregation label: the level every job-level rule keeps
+        self.job = {"job": config.job} | {
+            label: f"{label}-1" for label in config.aggregation_labels
+        }
+        self.exporter = {**self.job, "instance": "exporter-1:9877"}
+        self.window = _minutes(config.rate_window)
+        self.stall = _minutes(config.stall_window)
+
+    # --- expectations ---------------------------------------------------------------------
+
+    def _rule(self, alert: str) -> dict[str, Any]:
+        return next(r for r in self.rules if r.get("alert") == alert)
+
+    def annotations(self, alert: str, value: str, labels: dict[str, str]) -> dict[str, str]:
+        """The alert's annotations as Prometheus renders them for ``value`` and ``labels``."""
+
+        def render(text: str) -> str:
+            text = text.replace("{{ $value | humanizePercentage }}", value)
+            text = text.replace("{{ $value }}", value)
+            return re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: labels.get(m.group(1), ""), text)
+
+        return {key: render(text) for key, text in self._rule(alert)["annotations"].items()}
+
+    def firing(self, alert: str, labels: dict[str, str], value: str) -> dict[str, Any]:
+        return {
+            "exp_labels": {**labels, "severity": self._rule(alert)["labels"]["severity"]},
+            "exp_annotations": self.annotations(alert, value, labels),
+        }
+
+    def fires(self, alert: str, at: int, *firing: tuple[dict[str, str], str]) -> dict[str, Any]:
+        """At minute ``at``, exactly the given (labels, value) alerts."""
+        exp = [self.firing(alert, labels, value) for labels, value in firing]
+        return {"eval_time": _at(at), "alertname": alert, "exp_alerts": exp}
+
+    @staticmethod
+    def quiet(alert: str, at: int) -> dict[str, Any]:
+        return {"eval_time": _at(at), "alertname": alert, "exp_alerts": []}
+
+    def quiet_then_fires(
+        self, alert: str, quiet_at: int, fires_at: int, labels: dict[str, str], value: str
+    ) -> list[dict[str, Any]]:
+        """Both sides of the line: nothing yet at ``quiet_at``, firing at ``fires_at``."""
+        return [self.quiet(alert, quiet_at), self.fires(alert, fires_at, (labels, value))]
+
+    # --- input series ---------------------------------------------------------------------
+
+    def inline(
+        self,
+        checks_per_minute: float,
+        drift: float = 0.0,
+        superseded: float = 0.0,
+        minutes: int = 60,
+        exporter: dict[str, str] | None = None,
+    ) -> list[dict[str, str]]:
+        """Inline traffic: checks per minute, and drift / superseded failures as shares."""
+        exporter = exporter or self.exporter
+        labels = {**exporter, "mode": "inline", "source": "acme"}
+        series = [_series("citation_checks_total", labels, f"0+{checks_per_minute:g}x{minutes}")]
+        if drift:
+            series.append(
+                _series(
+                    "citation_drift_failures_total",
+                    {**labels, "outcome": "repaired"},
+                    f"0+{checks_per_minute * drift:g}x{minutes}",
+                )
+            )
+        if superseded:
+            series.append(
+                _series(
+                    "citation_superseded_failures_total",
+                    labels,
+                    f"0+{checks_per_minute * superseded:g}x{minutes}",
+                )
+            )
+        # a sweep of the archive in the same window: must not move the inline ratio
+        sweep = {**exporter, "mode": "sweep", "source": "acme"}
+        series.append(
+            _series("citation_checks_total", sweep, f"0+{checks_per_minute * 10:g}x{minutes}")
+        )
+        series.append(
+            _series(
+                "citation_drift_failures_total",
+                {**sweep, "outcome": "repaired"},
+                f"0+{checks_per_minute * 5:g}x{minutes}",
+            )
+        )
+        return series
+
+    def sweep(self, ok: int, drift: int, invalid: int = 0) -> list[dict[str, str]]:
+        gauge = "citation_sweep_citations"
+        return [
+            _series(gauge, {**self.exporter, "status": "ok"}, f"{ok}x30"),
+            _series(gauge, {**self.exporter, "status": "drift_repaired"}, f"{drift}x30"),
+            _series(gauge, {**self.exporter, "status": "invalid"}, f"{invalid}x30"),
+        ]
+
+    def growing_lag(self, consumed: str, minutes: int) -> list[dict[str, str]]:
+        """Lag that grows by 10 a minute, with the consumed-messages counter given."""
+        topic = {**self.exporter, "topic": "rag.answers"}
+        lag = {**topic, "partition": "0"}
+        return [
+            _series("citation_exporter_consumer_lag_messages", lag, f"0+10x{minutes}"),
+            _series("citation_exporter_events_total", topic, consumed),
+        ]
+
+    def ratio_sample(self, record: str, at: int, value: float) -> dict[str, Any]:
+        labels = ", ".join(f'{key}="{v}"' for key, v in self.job.items())
+        return {
+            "expr": record,
+            "eval_time": _at(at),
+            "exp_samples": [{"labels": f"{record}{{{labels}}}", "value": value}],
+        }
+
+    # --- the cases ------------------------------------------------------------------------
+
+    def drift(self) -> list[dict[str, Any]]:
+        page, refresh = "CitationDriftRateHigh", "CitationContentRefreshDetected"
+        drift_for = _minutes(self.config.drift_for)
+        superseded_for = _minutes(self.config.superseded_for)
+        # the ratio exists from the second sample (minute 1): pending from then on
+        horizon = drift_for + self.window + 20
+        other = {"job": OTHER_JOB, "instance": "elsewhere:9877"}
+        burst_at = max(drift_for, superseded_for) + 5
+        night_rate = 10 / self.window  # 10 checks in the window: far below the traffic guard
+        return [
             _case(
-                "drift at 2.5% pages once it has lasted the window, not before",
-                _inline(600, drift=0.025),
-                _quiet_then_fires(drift_page, "15m", "17m", JOB, "2.5%"),
-                [
-                    {
-                        "expr": "citation:drift_failures_per_check:ratio_rate15m",
-                        "eval_time": "20m",
-                        "exp_samples": [
-                            {
-                                "labels": "citation:drift_failures_per_check:ratio_rate15m"
-                                f'{{job="{c.JOB}"}}',
-                                "value": 0.025,
-                            }
-                        ],
-                    }
-                ],
+                f"drift at 2.5% pages once it has lasted {self.config.drift_for}, not before",
+                self.inline(600, drift=0.025, minutes=horizon),
+                self.quiet_then_fires(page, drift_for, drift_for + 2, self.job, "2.5%"),
+                [self.ratio_sample(self.names.drift_ratio, drift_for + 5, 0.025)],
             ),
             _case(
                 "drift at 1.5% never pages",
-                _inline(600, drift=0.015),
-                [_quiet(drift_page, "50m")],
+                self.inline(600, drift=0.015, minutes=horizon),
+                [self.quiet(page, horizon - 5)],
             ),
             _case(
-                "a 70% superseded burst (a vendor reissue) opens a ticket and never pages",
-                _inline(600, drift=0.003, superseded=0.70),
+                "drift of another job is not ours",
+                self.inline(600, drift=0.5, minutes=horizon, exporter=other),
+                [self.quiet(page, horizon - 5)],
                 [
-                    _quiet(drift_page, "40m"),
-                    _fires(refresh, "40m", JOB, "70%"),
+                    {"expr": record, "eval_time": _at(horizon - 5), "exp_samples": []}
+                    for record in (
+                        self.names.instance_checks,
+                        self.names.instance_drift,
+                        self.names.drift_ratio,
+                    )
                 ],
             ),
             _case(
-                "1 failure in 10 checks at night is below the traffic guard",
-                _inline(10 / 15, drift=0.10),
-                [_quiet(drift_page, "50m")],
+                "a 70% superseded burst (a vendor reissue) opens a ticket and never pages",
+                self.inline(600, drift=0.003, superseded=0.70, minutes=burst_at + 10),
+                [self.quiet(page, burst_at), self.fires(refresh, burst_at, (self.job, "70%"))],
             ),
             _case(
+                "1 failure in 10 checks at night is below the traffic guard",
+                self.inline(night_rate, drift=0.10, minutes=horizon),
+                [self.quiet(page, horizon - 5)],
+            ),
+        ]
+
+    def per_aggregation_label(self) -> list[dict[str, Any]]:
+        """With aggregation labels, two deployments of one job are judged apart."""
+        if not self.config.aggregation_labels:
+            return []
+        drift_for, label = _minutes(self.config.drift_for), self.config.aggregation_labels[0]
+        calm = {**self.exporter, label: f"{label}-2", "instance": "exporter-2:9877"}
+        horizon = drift_for + self.window + 20
+        return [
+            _case(
+                f"drift in one {label} pages for that {label} alone, not pooled with a calm one",
+                self.inline(600, drift=0.025, minutes=horizon)
+                + self.inline(600, minutes=horizon, exporter=calm),
+                [self.fires("CitationDriftRateHigh", drift_for + 2, (self.job, "2.5%"))],
+            )
+        ]
+
+    def sweeps(self) -> list[dict[str, Any]]:
+        alert = "CitationSweepDriftHigh"
+        return [
+            _case(
                 "a sweep that found 0.9% drift does not page",
-                _sweep(ok=9910, drift=90, invalid=500),
-                [_quiet("CitationSweepDriftHigh", "5m")],
+                self.sweep(ok=9910, drift=90, invalid=500),
+                [self.quiet(alert, 5)],
             ),
             _case(
                 "a sweep that found 1.1% drift pages (invalid citations do not dilute it)",
-                _sweep(ok=9890, drift=110, invalid=500),
-                [_fires("CitationSweepDriftHigh", "5m", JOB, "1.1%")],
+                self.sweep(ok=9890, drift=110, invalid=500),
+                [self.fires(alert, 5, (self.job, "1.1%"))],
             ),
+        ]
+
+    def meta(self) -> list[dict[str, Any]]:
+        cfg, other = self.config, {"job": OTHER_JOB, "instance": "elsewhere:9877"}
+        down, absent = _minutes(cfg.exporter_down_for), _minutes(cfg.exporter_absent_for)
+        not_ready, stalled = _minutes(cfg.not_ready_for), _minutes(cfg.stalled_for)
+        stall_fires = stalled + self.stall + 5  # a full stall window after the first sample
+        return [
             _case(
-                "an exporter that cannot be scraped",
-                [_series("up", EXPORTER, "1 1 0x20")],
-                _quiet_then_fires("CitationExporterDown", "5m", "10m", EXPORTER, "0"),
+                "an exporter that cannot be scraped (another job's failed target is not ours)",
+                [
+                    _series("up", self.exporter, f"1 1 0x{down + 10}"),
+                    _series("up", other, f"0x{down + 10}"),
+                ],
+                # down from minute 2
+                self.quiet_then_fires("CitationExporterDown", down, down + 3, self.exporter, "0"),
             ),
             _case(
                 "no exporter target at all",
-                [_series("up", {"job": "something-else", "instance": "x"}, "1x30")],
-                _quiet_then_fires("CitationExporterAbsent", "10m", "20m", JOB, "1"),
+                [_series("up", other, f"1x{absent + 10}")],
+                self.quiet_then_fires(
+                    "CitationExporterAbsent", absent - 1, absent + 1, {"job": cfg.job}, "1"
+                ),
             ),
             _case(
-                "an exporter that never catches up with the chunk store",
-                [_series("citation_exporter_ready", EXPORTER, "0x30")],
-                _quiet_then_fires("CitationExporterNotReady", "10m", "20m", EXPORTER, "0"),
+                "an exporter that never catches up with the chunk store (another job's "
+                "readiness is not ours)",
+                [
+                    _series("citation_exporter_ready", self.exporter, f"0x{not_ready + 10}"),
+                    _series("citation_exporter_ready", other, f"0x{not_ready + 10}"),
+                ],
+                self.quiet_then_fires(
+                    "CitationExporterNotReady", not_ready - 1, not_ready + 1, self.exporter, "0"
+                ),
             ),
             _case(
                 "lag grows while nothing is consumed",
-                _growing_lag(consumed="500x40"),
-                _quiet_then_fires(
+                self.growing_lag(consumed=f"500x{stall_fires + 5}", minutes=stall_fires + 5),
+                self.quiet_then_fires(
                     "CitationExporterStalled",
-                    "9m",
-                    "25m",
-                    {**EXPORTER, "topic": "rag.answers"},
-                    "100",
+                    stalled - 1,
+                    stall_fires,
+                    {**self.exporter, "topic": "rag.answers"},
+                    f"{10 * self.stall}",
                 ),
             ),
             _case(
                 "lag that grows while messages are consumed is just load",
-                _growing_lag(consumed="0+500x40"),
-                [_quiet("CitationExporterStalled", "30m")],
+                self.growing_lag(consumed=f"0+500x{stall_fires + 5}", minutes=stall_fires + 5),
+                [self.quiet("CitationExporterStalled", stall_fires)],
             ),
+        ]
+
+    def messages(self) -> list[dict[str, Any]]:
+        invalid_for = _minutes(self.config.invalid_events_for)
+        topic = {**self.exporter, "topic": "rag.answers"}
+        job_topic = {**self.job, "topic": "rag.answers"}
+        length = invalid_for + self.window + 10
+        jump = max(10, self.window)  # the corrupt batch arrives at minute jump + 1
+        unreadable = "CitationUnreadableMessages"
+        return [
             _case(
                 "2% of messages dead-lettered",
                 [
-                    _series(
-                        "citation_exporter_events_total",
-                        {**EXPORTER, "topic": "rag.answers"},
-                        "0+1000x40",
-                    ),
+                    _series("citation_exporter_events_total", topic, f"0+1000x{length}"),
                     _series(
                         "citation_exporter_invalid_events_total",
-                        {**EXPORTER, "topic": "rag.answers", "reason": "invalid_json"},
-                        "0+20x40",
+                        {**topic, "reason": "invalid_json"},
+                        f"0+20x{length}",
                     ),
                 ],
-                [
-                    _quiet("CitationInvalidEventsHigh", "10m"),
-                    {
-                        "eval_time": "20m",
-                        "alertname": "CitationInvalidEventsHigh",
-                        "exp_alerts": _firing(
-                            "CitationInvalidEventsHigh", {**JOB, "topic": "rag.answers"}, "2%"
-                        ),
-                    },
-                ],
+                self.quiet_then_fires(
+                    "CitationInvalidEventsHigh", invalid_for - 1, invalid_for + 5, job_topic, "2%"
+                ),
             ),
             _case(
                 "a corrupt batch of 12 messages skipped",
                 [
                     _series(
                         "citation_exporter_unreadable_messages_total",
-                        {**EXPORTER, "topic": "rag.answers", "reason": "corrupt_record"},
-                        "0x10 12x40",
+                        {**topic, "reason": "corrupt_record"},
+                        f"0x{jump} 12x{jump + self.window + 10}",
                     ),
                 ],
                 [
-                    _quiet("CitationUnreadableMessages", "9m"),
-                    _fires(
-                        "CitationUnreadableMessages",
-                        "15m",
-                        {**JOB, "topic": "rag.answers"},
-                        "12",
-                    ),
-                    _quiet("CitationUnreadableMessages", "40m"),
+                    self.quiet(unreadable, jump - 1),
+                    self.fires(unreadable, jump + max(1, self.window // 2), (job_topic, "12")),
+                    self.quiet(unreadable, jump + self.window + 5),
                 ],
             ),
+        ]
+
+    def reindex(self) -> list[dict[str, Any]]:
+        alert = "CitationNoSweepSinceChunkerChange"
+        overdue = c.SWEEP_OVERDUE_SECONDS // 60
+        change = "citation_store_last_chunker_change_timestamp_seconds"
+        completed = "citation_sweep_last_completed_timestamp_seconds"
+        length = overdue + 20
+        return [
             _case(
-                "a re-index an hour ago and no sweep since",
+                f"a re-index {overdue} minutes ago and no sweep since",
                 [
-                    _series(
-                        "citation_store_last_chunker_change_timestamp_seconds", EXPORTER, "60x80"
-                    ),
-                    _series("citation_sweep_last_completed_timestamp_seconds", EXPORTER, "0x80"),
+                    _series(change, self.exporter, f"60x{length}"),
+                    _series(completed, self.exporter, f"0x{length}"),
                 ],
-                _quiet_then_fires("CitationNoSweepSinceChunkerChange", "50m", "65m", JOB, "60"),
+                # the chunker changed at time() = 60 s: overdue after minute overdue + 1
+                self.quiet_then_fires(alert, overdue - 10, overdue + 5, self.job, "60"),
             ),
             _case(
                 "a re-index followed by a sweep",
                 [
-                    _series(
-                        "citation_store_last_chunker_change_timestamp_seconds", EXPORTER, "60x80"
-                    ),
-                    _series(
-                        "citation_sweep_last_completed_timestamp_seconds", EXPORTER, "0 0 0 200x77"
-                    ),
+                    _series(change, self.exporter, f"60x{length}"),
+                    _series(completed, self.exporter, f"0 0 0 200x{length - 3}"),
                 ],
-                [_quiet("CitationNoSweepSinceChunkerChange", "70m")],
+                [self.quiet(alert, overdue + 10)],
             ),
+        ]
+
+
+def rule_tests(config: MixinConfig = DEFAULT) -> dict[str, Any]:
+    """The promtool test file, written to rules/tests/ beside the rules."""
+    tests = _Tests(config)
+    return {
+        "rule_files": ["../citation-drift.rules.yml"],
+        "evaluation_interval": "1m",
+        "tests": [
+            *tests.drift(),
+            *tests.per_aggregation_label(),
+            *tests.sweeps(),
+            *tests.meta(),
+            *tests.messages(),
+            *tests.reindex(),
         ],
     }

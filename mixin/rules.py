@@ -1,8 +1,10 @@
 """Recording rules and alerts for the exporter's metrics, as Prometheus rule groups.
 
-Recording rules are named ``level:metric:operations`` and sum numerator and denominator
-separately before dividing (never an average of ratios). Inline ratios select ``mode="inline"``
-only, so a sweep of the archive never moves the live ratio.
+Recording rules are named ``level:metric:operations``, the level being the finest label kept
+(``instance`` or ``job``; the configured aggregation labels, coarser than job, are kept at
+both). Numerator and denominator are summed separately before dividing (never an average of
+ratios). Inline ratios select ``mode="inline"`` only, so a sweep of the archive never moves the
+live ratio. Every series selector carries the configured job selector.
 """
 
 from __future__ import annotations
@@ -10,46 +12,79 @@ from __future__ import annotations
 from typing import Any
 
 from exporter import alerting as c
+from mixin.config import DEFAULT, MixinConfig, duration_seconds
 
-__all__ = ["rule_groups"]
+__all__ = ["Names", "rule_groups", "spoken"]
 
 
 def _percent(value: float) -> str:
     return f"{value * 100:g}%"
 
 
-RECORDING: list[dict[str, Any]] = [
-    {
-        "record": "citation:checks:rate15m",
-        "expr": 'sum by (job) (rate(citation_checks_total{mode="inline"}[15m]))',
-    },
-    {
-        "record": "citation:drift_failures:rate15m",
-        "expr": 'sum by (job) (rate(citation_drift_failures_total{mode="inline"}[15m]))',
-    },
-    {
-        "record": "citation:superseded_failures:rate15m",
-        "expr": 'sum by (job) (rate(citation_superseded_failures_total{mode="inline"}[15m]))',
-    },
-    {
-        "record": "citation:drift_failures_per_check:ratio_rate15m",
-        "expr": "citation:drift_failures:rate15m / citation:checks:rate15m",
-    },
-    {
-        "record": "citation:superseded_failures_per_check:ratio_rate15m",
-        "expr": "citation:superseded_failures:rate15m / citation:checks:rate15m",
-    },
-    {
-        "record": "citation:sweep_drift_failures_per_citation:ratio",
-        "expr": (
-            'sum by (job) (citation_sweep_citations{status=~"drift_repaired|drift_unrepaired"})\n'
-            '/\nsum by (job) (citation_sweep_citations{status!="invalid"})'
-        ),
-    },
-]
+def spoken(duration: str) -> str:
+    """A whole-minute duration in words, for annotations: ``15m`` -> ``15 minutes``."""
+    minutes = int(duration_seconds(duration) // 60)
+    if minutes % 60 == 0:
+        hours = minutes // 60
+        return f"{hours} hour" + ("s" if hours != 1 else "")
+    return f"{minutes} minute" + ("s" if minutes != 1 else "")
+
+
+class Names:
+    """The recording rules' names for one config (the window is part of the name)."""
+
+    def __init__(self, config: MixinConfig) -> None:
+        rate = f"rate{config.rate_window}"
+        self.instance_checks = f"instance:citation_checks:{rate}"
+        self.instance_drift = f"instance:citation_drift_failures:{rate}"
+        self.instance_superseded = f"instance:citation_superseded_failures:{rate}"
+        self.checks = f"job:citation_checks:{rate}"
+        self.drift = f"job:citation_drift_failures:{rate}"
+        self.superseded = f"job:citation_superseded_failures:{rate}"
+        self.drift_ratio = f"job:citation_drift_failures_per_check:ratio_{rate}"
+        self.superseded_ratio = f"job:citation_superseded_failures_per_check:ratio_{rate}"
+        self.sweep_drift_ratio = "job:citation_sweep_drift_failures_per_citation:ratio"
+
+
+def _recording(config: MixinConfig) -> list[dict[str, Any]]:
+    n, sel, window = Names(config), config.selector, config.rate_window
+    inline = f'mode="inline", {sel}'
+    by_instance, by_job = config.by("instance"), config.by()
+
+    def per_instance(record: str, counter: str) -> dict[str, Any]:
+        expr = f"sum by {by_instance} (rate({counter}{{{inline}}}[{window}]))"
+        return {"record": record, "expr": expr}
+
+    def per_job(record: str, source: str) -> dict[str, Any]:
+        return {"record": record, "expr": f"sum by {by_job} ({source}{{{sel}}})"}
+
+    def ratio(record: str, numerator: str, denominator: str) -> dict[str, Any]:
+        return {"record": record, "expr": f"{numerator}{{{sel}}}\n/\n{denominator}{{{sel}}}"}
+
+    return [
+        # per exporter, for the board's instance filter
+        per_instance(n.instance_checks, "citation_checks_total"),
+        per_instance(n.instance_drift, "citation_drift_failures_total"),
+        per_instance(n.instance_superseded, "citation_superseded_failures_total"),
+        # per job: the replicas share the answers through the consumer group
+        per_job(n.checks, n.instance_checks),
+        per_job(n.drift, n.instance_drift),
+        per_job(n.superseded, n.instance_superseded),
+        ratio(n.drift_ratio, n.drift, n.checks),
+        ratio(n.superseded_ratio, n.superseded, n.checks),
+        {
+            "record": n.sweep_drift_ratio,
+            "expr": (
+                f"sum by {by_job} "
+                f'(citation_sweep_citations{{status=~"drift_repaired|drift_unrepaired", {sel}}})\n'
+                f'/\nsum by {by_job} (citation_sweep_citations{{status!="invalid", {sel}}})'
+            ),
+        },
+    ]
 
 
 def _alert(  # noqa: PLR0917 - one positional per part of an alert, read like a table
+    config: MixinConfig,
     name: str,
     expr: str,
     severity: str,
@@ -64,30 +99,34 @@ def _alert(  # noqa: PLR0917 - one positional per part of an alert, read like a 
     rule["annotations"] = {
         "summary": summary,
         "description": description,
-        "runbook_url": c.runbook(name),
+        "runbook_url": config.runbook(name),
     }
     return rule
 
 
-def _alerts() -> list[dict[str, Any]]:
-    guard = f"citation:checks:rate15m > {c.MIN_CHECKS_PER_SECOND}"
+def _alerts(config: MixinConfig) -> list[dict[str, Any]]:
+    n, sel = Names(config), config.selector
+    window, stall = config.rate_window, config.stall_window
+    job, job_topic, instance_topic = config.by(), config.by("topic"), config.by("instance", "topic")
+    guard = f"{n.checks}{{{sel}}} > {c.MIN_CHECKS_PER_SECOND}"
     return [
         _alert(
+            config,
             "CitationDriftRateHigh",
-            f"citation:drift_failures_per_check:ratio_rate15m > {c.DRIFT_RATIO_PAGE}\n"
-            f"and on (job) {guard}",
+            f"{n.drift_ratio}{{{sel}}} > {c.DRIFT_RATIO_PAGE}\nand on {job}\n{guard}",
             "critical",
             "Citations are drifting: their spans no longer hold the quoted text.",
             "{{ $value | humanizePercentage }} of the inline citation checks of {{ $labels.job }} "
-            "failed on the live document version over the last 15 minutes (page above "
+            f"failed on the live document version over the last {spoken(window)} (page above "
             f"{_percent(c.DRIFT_RATIO_PAGE)}, normal about {_percent(c.DRIFT_RATIO_BASELINE)}). "
             "A parser or chunker change is the usual cause; superseded documents are not "
             "counted here.",
-            c.DRIFT_FOR,
+            config.drift_for,
         ),
         _alert(
+            config,
             "CitationSweepDriftHigh",
-            f"citation:sweep_drift_failures_per_citation:ratio > {c.SWEEP_DRIFT_RATIO_PAGE}",
+            f"{n.sweep_drift_ratio}{{{sel}}} > {c.SWEEP_DRIFT_RATIO_PAGE}",
             "critical",
             "The last sweep of the citation archive found too much drift.",
             "The last completed sweep of {{ $labels.job }} found {{ $value | humanizePercentage }} "
@@ -95,83 +134,94 @@ def _alerts() -> list[dict[str, Any]]:
             f"normal about {_percent(c.DRIFT_RATIO_BASELINE)}): the last re-index moved spans.",
         ),
         _alert(
+            config,
             "CitationContentRefreshDetected",
-            f"citation:superseded_failures_per_check:ratio_rate15m > {c.SUPERSEDED_RATIO_TICKET}\n"
-            f"and on (job) {guard}",
+            f"{n.superseded_ratio}{{{sel}}} > {c.SUPERSEDED_RATIO_TICKET}\nand on {job}\n{guard}",
             "warning",
             "Many cited documents were reissued under a new version (a content refresh).",
             "{{ $value | humanizePercentage }} of the inline citation checks of {{ $labels.job }} "
-            "hit documents reissued under a new version over the last 15 minutes. This is a "
-            "content refresh, not drift: those citations are pinned to the archived version and "
-            "never relocated. No action is needed unless the refresh was not expected.",
-            c.SUPERSEDED_FOR,
+            f"hit documents reissued under a new version over the last {spoken(window)}. This is "
+            "a content refresh, not drift: those citations are pinned to the archived version "
+            "and never relocated. No action is needed unless the refresh was not expected.",
+            config.superseded_for,
         ),
         _alert(
+            config,
             "CitationExporterDown",
-            f"up{{{c.JOB_SELECTOR}}} == 0",
+            f"up{{{sel}}} == 0",
             "warning",
             "A citation drift exporter cannot be scraped.",
             "{{ $labels.instance }} of {{ $labels.job }} has not answered scrapes for "
-            f"{c.EXPORTER_DOWN_FOR}: its citations are not being checked.",
-            c.EXPORTER_DOWN_FOR,
+            f"{spoken(config.exporter_down_for)}: its citations are not being checked.",
+            config.exporter_down_for,
         ),
         _alert(
+            config,
             "CitationExporterAbsent",
-            f"absent(up{{{c.JOB_SELECTOR}}})",
+            f"absent(up{{{sel}}})",
             "warning",
             "No citation drift exporter is being scraped.",
             "Prometheus has had no target for job {{ $labels.job }} for "
-            f"{c.EXPORTER_ABSENT_FOR}: drift would go unnoticed.",
-            c.EXPORTER_ABSENT_FOR,
+            f"{spoken(config.exporter_absent_for)}: drift would go unnoticed.",
+            config.exporter_absent_for,
         ),
         _alert(
+            config,
             "CitationExporterNotReady",
-            "citation_exporter_ready == 0",
+            f"citation_exporter_ready{{{sel}}} == 0",
             "warning",
             "A citation drift exporter has not finished loading the chunk store.",
             "{{ $labels.instance }} has not caught up with the chunk topic for "
-            f"{c.NOT_READY_FOR}; it checks no citation until it has.",
-            c.NOT_READY_FOR,
+            f"{spoken(config.not_ready_for)}; it checks no citation until it has.",
+            config.not_ready_for,
         ),
         _alert(
+            config,
             "CitationExporterStalled",
-            "sum by (job, instance, topic)\n"
-            "  (delta(citation_exporter_consumer_lag_messages[10m])) > 0\n"
-            "and on (job, instance, topic)\n"
-            "sum by (job, instance, topic) (rate(citation_exporter_events_total[10m])) == 0",
+            f"sum by {instance_topic}\n"
+            f"  (delta(citation_exporter_consumer_lag_messages{{{sel}}}[{stall}])) > 0\n"
+            f"and on {instance_topic}\n"
+            f"sum by {instance_topic} (rate(citation_exporter_events_total{{{sel}}}[{stall}])) "
+            "== 0",
             "warning",
             "A citation drift exporter stopped consuming while its lag grows.",
-            "{{ $labels.instance }} consumed nothing from {{ $labels.topic }} in 10 minutes while "
-            "{{ $value }} more messages arrived.",
-            c.STALLED_FOR,
+            "{{ $labels.instance }} consumed nothing from {{ $labels.topic }} in "
+            f"{spoken(stall)} while {{{{ $value }}}} more messages arrived.",
+            config.stalled_for,
         ),
         _alert(
+            config,
             "CitationInvalidEventsHigh",
-            "sum by (job, topic) (rate(citation_exporter_invalid_events_total[15m]))\n"
-            "/\nsum by (job, topic) (rate(citation_exporter_events_total[15m]))\n"
+            f"sum by {job_topic} "
+            f"(rate(citation_exporter_invalid_events_total{{{sel}}}[{window}]))\n"
+            f"/\nsum by {job_topic} (rate(citation_exporter_events_total{{{sel}}}[{window}]))\n"
             f"> {c.INVALID_EVENTS_RATIO}",
             "warning",
             "Many messages are malformed and go to the dead-letter topic.",
             "{{ $value | humanizePercentage }} of the messages of {{ $labels.topic }} could not "
-            "be parsed or validated over 15 minutes; they are in the dead-letter topic with "
-            "their error.",
-            "15m",
+            f"be parsed or validated over {spoken(window)}; they are in the dead-letter topic "
+            "with their error.",
+            config.invalid_events_for,
         ),
         _alert(
+            config,
             "CitationUnreadableMessages",
-            "sum by (job, topic) (increase(citation_exporter_unreadable_messages_total[15m])) > 0",
+            f"sum by {job_topic} "
+            f"(increase(citation_exporter_unreadable_messages_total{{{sel}}}[{window}])) > 0",
             "warning",
             "Kafka delivered messages that could not be read at all; they were skipped.",
             "{{ $value }} messages of {{ $labels.topic }} could not be decoded (a compression "
-            "codec the client lacks, a failed checksum) in the last 15 minutes and were skipped "
-            "unchecked; the exporter's log names their partitions and offsets.",
+            f"codec the client lacks, a failed checksum) in the last {spoken(window)} and were "
+            "skipped unchecked; the exporter's log names their partitions and offsets.",
         ),
         _alert(
+            config,
             "CitationNoSweepSinceChunkerChange",
-            "max by (job) (citation_store_last_chunker_change_timestamp_seconds)\n"
-            "> max by (job) (citation_sweep_last_completed_timestamp_seconds)\n"
-            "and on (job)\n"
-            f"time() - max by (job) (citation_store_last_chunker_change_timestamp_seconds) > "
+            f"max by {job} (citation_store_last_chunker_change_timestamp_seconds{{{sel}}})\n"
+            f"> max by {job} (citation_sweep_last_completed_timestamp_seconds{{{sel}}})\n"
+            f"and on {job}\n"
+            f"time() - max by {job} "
+            f"(citation_store_last_chunker_change_timestamp_seconds{{{sel}}}) > "
             f"{c.SWEEP_OVERDUE_SECONDS}",
             "warning",
             "No sweep has completed since the chunker changed.",
@@ -182,11 +232,11 @@ def _alerts() -> list[dict[str, Any]]:
     ]
 
 
-def rule_groups() -> dict[str, Any]:
+def rule_groups(config: MixinConfig = DEFAULT) -> dict[str, Any]:
     """The whole rule file."""
     return {
         "groups": [
-            {"name": "citation-drift.rules", "rules": RECORDING},
-            {"name": "citation-drift.alerts", "rules": _alerts()},
+            {"name": "citation-drift.rules", "rules": _recording(config)},
+            {"name": "citation-drift.alerts", "rules": _alerts(config)},
         ]
     }

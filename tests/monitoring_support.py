@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
+import sys
 import threading
 import time
 import urllib.parse
@@ -14,9 +16,77 @@ from typing import Any
 
 import yaml
 from kafka_support import free_port
+from prometheus_client import CollectorRegistry
+
+from exporter.outputs.metrics import ExporterMetrics, SourceLabels
 
 REPO = Path(__file__).resolve().parent.parent
 SHIPPED_RULES = REPO / "rules" / "citation-drift.rules.yml"
+
+# Another deployment of the mixin: its own job name, a namespace kept in every aggregation,
+# its own runbooks and windows. Rendered by `python -m mixin --config` in the tests.
+ANOTHER_DEPLOYMENT = """
+job = "citations-prod"
+aggregation_labels = ["namespace"]
+runbook_url = "https://runbooks.example.com/citations/{alert}"
+rate_window = "30m"
+drift_for = "10m"
+namespace = "rag"
+operator_labels = { release = "kube-prometheus-stack" }
+dashboard_uid = "citations-prod"
+"""
+
+
+def render_mixin(directory: Path, config_text: str, suffix: str = ".toml") -> Path:
+    """``python -m mixin --config`` for ``config_text``; the directory it rendered into."""
+    config = directory / f"mixin-config{suffix}"
+    config.write_text(config_text)
+    out = directory / "rendered"
+    done = subprocess.run(
+        [sys.executable, "-m", "mixin", "--config", str(config), "--out", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+_BRACES = re.compile(r"\{[^}]*\}")
+_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+
+
+def series_selectors(expr: str, metric_names: set[str]) -> list[tuple[str, str]]:
+    """(metric, its matchers between braces, or "") for every series selector of ``expr``."""
+    braces = [(m.start(), m.end()) for m in _BRACES.finditer(expr)]
+    found = []
+    for match in _NAME.finditer(expr):
+        if match.group() not in metric_names or any(a < match.start() < b for a, b in braces):
+            continue
+        following = _BRACES.match(expr, match.end())
+        found.append((match.group(), following.group()[1:-1] if following else ""))
+    return found
+
+
+def series_names(rule_file: dict[str, Any]) -> set[str]:
+    """Every series name the exporter exposes, up, and what the rules of ``rule_file`` record."""
+    registry = CollectorRegistry()
+    ExporterMetrics(registry, SourceLabels(), "0")
+    suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum"), "gauge": ("",)}
+    names = {f.name + suffix for f in registry.collect() for suffix in suffixes[f.type]}
+    rules = [rule for group in rule_file["groups"] for rule in group["rules"]]
+    return names | {"up"} | {r["record"] for r in rules if "record" in r}
+
+
+def grafana_substitute(expr: str, board: dict[str, Any], range_: str = "1h") -> str:
+    """A board query as Grafana sends it with every variable on All and 1m intervals."""
+    for variable in board["templating"]["list"]:
+        if variable["type"] == "query":
+            expr = expr.replace(f"${variable['name']}", variable["allValue"])
+    for interval in ("$__rate_interval", "$__interval"):
+        expr = expr.replace(interval, "1m")
+    return expr.replace("$__range", range_)
 
 
 def _binary(*names: str) -> str:

@@ -1,4 +1,5 @@
-"""The Grafana board by structure, and every query by a real PromQL parser (promtool)."""
+"""The Grafana board by structure, and every query by a real PromQL parser (promtool); the
+board of another deployment's config too."""
 
 from __future__ import annotations
 
@@ -11,16 +12,21 @@ from typing import Any
 
 import pytest
 import yaml
+from monitoring_support import (
+    ANOTHER_DEPLOYMENT,
+    grafana_substitute,
+    render_mixin,
+    series_selectors,
+)
 from prometheus_client import CollectorRegistry
 
 from exporter.outputs.metrics import ExporterMetrics, SourceLabels
-from mixin.dashboards import DASHBOARD_UID, panel_queries
+from mixin.config import DEFAULT
+from mixin.dashboards import panel_queries
 
 REPO = Path(__file__).resolve().parent.parent
-BOARD = json.loads((REPO / "grafana" / "dashboards" / "citation-drift.json").read_text())
-
-# Grafana's variables, as Grafana would substitute them, for parsing the queries outside it.
-_VARIABLES = {"$__rate_interval": "1m", "$__range": "1h", "$job": ".+"}
+BOARD_FILE = Path("grafana") / "dashboards" / "citation-drift.json"
+BOARD = json.loads((REPO / BOARD_FILE).read_text())
 _PROMQL_WORDS = {
     "sum",
     "by",
@@ -62,21 +68,31 @@ _PROMQL_WORDS = {
 }
 
 
+@pytest.fixture(scope="module")
+def another(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What `python -m mixin --config` renders for another deployment."""
+    return render_mixin(tmp_path_factory.mktemp("another"), ANOTHER_DEPLOYMENT)
+
+
+@pytest.fixture(scope="module")
+def another_board(another: Path) -> dict[str, Any]:
+    board: dict[str, Any] = json.loads((another / BOARD_FILE).read_text())
+    return board
+
+
 def substitute(expr: str) -> str:
-    for variable, value in _VARIABLES.items():
-        expr = expr.replace(variable, value)
-    return expr
+    return grafana_substitute(expr, BOARD)
 
 
-def exported_names() -> set[str]:
-    """Every series name the exporter exposes, plus the recording rules."""
+def exported_names(repo: Path = REPO) -> set[str]:
+    """Every series name the exporter exposes, plus the recording rules rendered into repo."""
     registry = CollectorRegistry()
     ExporterMetrics(registry, SourceLabels(), "0")
     suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum"), "gauge": ("",)}
     names = {
         family.name + suffix for family in registry.collect() for suffix in suffixes[family.type]
     }
-    rules = yaml.safe_load((REPO / "rules" / "citation-drift.rules.yml").read_text())
+    rules = yaml.safe_load((repo / "rules" / "citation-drift.rules.yml").read_text())
     names |= {r["record"] for g in rules["groups"] for r in g["rules"] if "record" in r}
     return names
 
@@ -86,14 +102,67 @@ def _panels() -> list[dict[str, Any]]:
 
 
 def test_board_identity_and_datasource_variable() -> None:
-    assert BOARD["uid"] == DASHBOARD_UID and BOARD["title"] == "Citation drift"
+    assert BOARD["uid"] == DEFAULT.dashboard_uid == "citation-drift"
+    assert BOARD["title"] == "Citation drift" and BOARD["refresh"] == "30s"
     variables = {v["name"]: v for v in BOARD["templating"]["list"]}
     assert variables["datasource"]["type"] == "datasource"
     assert variables["datasource"]["query"] == "prometheus"
+    assert variables["datasource"]["current"]["value"] == "Prometheus"
     text = json.dumps(BOARD)
     assert "${DS_" not in text
     uids = re.findall(r'"uid": "([^"]+)"', text)
-    assert set(uids) == {DASHBOARD_UID, "${datasource}"}, "no hard-coded datasource uid"
+    assert set(uids) == {DEFAULT.dashboard_uid, "${datasource}"}, "no hard-coded datasource uid"
+
+
+def test_instance_variable_lists_the_exporters_of_the_job() -> None:
+    variables = [v["name"] for v in BOARD["templating"]["list"]]
+    assert variables == ["datasource", "instance"]
+    instance = BOARD["templating"]["list"][-1]
+    assert instance["type"] == "query" and instance["multi"] and instance["includeAll"]
+    assert instance["definition"] == (
+        'label_values(citation_exporter_build_info{job="citation-drift-exporter"}, instance)'
+    )
+    assert instance["query"]["query"] == instance["definition"]
+
+
+def _assert_every_selector_filters(board: dict[str, Any], names: set[str], *matchers: str) -> None:
+    for title, expr in panel_queries(board):
+        selectors = series_selectors(expr, names)
+        assert selectors or expr.startswith("vector("), f"{title}: {expr} selects nothing"
+        for metric, found in selectors:
+            for matcher in matchers:
+                assert matcher in found, f"{title}: {metric} lacks {matcher}"
+
+
+def test_every_query_selects_the_job_and_the_instances() -> None:
+    _assert_every_selector_filters(
+        BOARD, exported_names(), 'job="citation-drift-exporter"', 'instance=~"$instance"'
+    )
+
+
+def test_another_deployments_board(another: Path, another_board: dict[str, Any]) -> None:
+    """Its uid and job, and a variable per aggregation label that filters every query."""
+    assert another_board["uid"] == "citations-prod"
+    variables = {v["name"]: v for v in another_board["templating"]["list"]}
+    assert list(variables) == ["datasource", "namespace", "instance"]
+    assert variables["namespace"]["definition"] == (
+        'label_values(citation_exporter_build_info{job="citations-prod"}, namespace)'
+    )
+    assert variables["instance"]["definition"] == (
+        "label_values(citation_exporter_build_info"
+        '{job="citations-prod", namespace=~"$namespace"}, instance)'
+    )
+    _assert_every_selector_filters(
+        another_board,
+        exported_names(another),
+        'job="citations-prod"',
+        'namespace=~"$namespace"',
+        'instance=~"$instance"',
+    )
+    ratios = next(p for p in another_board["panels"] if p["title"].startswith("Drift and"))
+    assert ratios["title"] == "Drift and superseded ratios (inline, 30 minutes)"
+    assert "sum by (namespace, job)" in ratios["targets"][0]["expr"]
+    assert "rate30m" in ratios["targets"][0]["expr"]
 
 
 def test_every_panel_has_a_unit_a_description_and_queries() -> None:
@@ -106,10 +175,21 @@ def test_every_panel_has_a_unit_a_description_and_queries() -> None:
             assert target["datasource"]["uid"] == "${datasource}"
 
 
-def test_every_rate_uses_the_rate_interval() -> None:
+def test_every_rate_window_is_grafanas_and_heatmap_cells_do_not_overlap() -> None:
+    heatmaps = {p["title"] for p in _panels() if p["type"] == "heatmap"}
+    assert len(heatmaps) == 2
     for title, expr in panel_queries(BOARD):
-        for window in re.findall(r"(?:rate|increase)\([^\[]*\[([^\]]+)\]", expr):
-            assert window in ("$__rate_interval", "$__range"), f"{title}: [{window}]"
+        windows = re.findall(r"(?:rate|increase)\([^\[]*\[([^\]]+)\]", expr)
+        for window in windows:
+            if title in heatmaps:
+                # one cell per step: $__rate_interval would overlap cells and inflate counts
+                assert expr.startswith("sum by (le) (increase(") and window == "$__interval"
+            else:
+                assert window in ("$__rate_interval", "$__range"), f"{title}: [{window}]"
+    for panel in _panels():
+        if panel["type"] == "heatmap":
+            # $__interval never below two scrapes (15 s), so every cell has an increase
+            assert panel["interval"] == DEFAULT.heatmap_min_interval == "1m"
 
 
 def test_the_board_shows_what_on_call_needs() -> None:
@@ -138,8 +218,9 @@ def test_the_board_shows_what_on_call_needs() -> None:
     )
     ratios = next(p for p in _panels() if p["title"].startswith("Drift and superseded"))
     exprs = [t["expr"] for t in ratios["targets"]]
-    assert any("drift_failures_per_check" in e for e in exprs)
-    assert any("superseded_failures_per_check" in e for e in exprs)
+    # the alert's ratios, summed per job from the per-instance rules (so $instance applies)
+    assert any("instance:citation_drift_failures:rate15m" in e for e in exprs)
+    assert any("instance:citation_superseded_failures:rate15m" in e for e in exprs)
     assert "vector(0.02)" in exprs and "vector(0.003)" in exprs
     names = {a["name"] for a in BOARD["annotations"]["list"]}
     assert names == {"Sweep completed", "Chunker changed"}
@@ -158,15 +239,17 @@ def test_queries_name_only_exported_metrics() -> None:
 
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed")
-def test_every_query_parses(tmp_path: Path) -> None:
-    """promtool parses each query as the expression of a recording rule."""
+def test_every_query_parses(tmp_path: Path, another_board: dict[str, Any]) -> None:
+    """promtool parses each query of both boards as the expression of a recording rule."""
+    exprs = [substitute(expr) for _, expr in panel_queries(BOARD)]
+    exprs += [grafana_substitute(expr, another_board) for _, expr in panel_queries(another_board)]
     rules = {
         "groups": [
             {
                 "name": "dashboard-queries",
                 "rules": [
-                    {"record": f"dashboard:query_{i}:check", "expr": substitute(expr)}
-                    for i, (_, expr) in enumerate(panel_queries(BOARD))
+                    {"record": f"dashboard:query_{i}:check", "expr": expr}
+                    for i, expr in enumerate(exprs)
                 ],
             }
         ]

@@ -19,11 +19,12 @@ from kafka_support import (
     create_topics,
     produce,
 )
-from monitoring_support import MonitoringStack
+from monitoring_support import MonitoringStack, grafana_substitute
 
-from exporter import alerting as config
+from exporter import alerting
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
+from mixin.config import DEFAULT
 from mixin.dashboards import panel_queries
 
 pytestmark = [
@@ -55,7 +56,7 @@ def stack_for(tmp_path: Path) -> Iterator[object]:
     stacks: list[MonitoringStack] = []
 
     def start(exporter: ExporterProcess) -> MonitoringStack:
-        stack = MonitoringStack(tmp_path, exporter.port, config.JOB)
+        stack = MonitoringStack(tmp_path, exporter.port, DEFAULT.job)
         stacks.append(stack)
         stack.wait_ready()
         return stack
@@ -100,8 +101,8 @@ def test_a_chunk_size_change_pages_and_every_board_query_returns_data(
         page = pages[0]
         assert page["status"] == "firing"
         assert page["labels"]["severity"] == "critical"
-        assert page["labels"]["job"] == config.JOB
-        assert page["annotations"]["runbook_url"] == config.runbook("CitationDriftRateHigh")
+        assert page["labels"]["job"] == DEFAULT.job
+        assert page["annotations"]["runbook_url"] == DEFAULT.runbook("CitationDriftRateHigh")
         assert "of the inline citation checks" in page["annotations"]["description"]
         assert not stack.wait_for_alert("CitationContentRefreshDetected", seconds=1)
 
@@ -110,12 +111,7 @@ def test_a_chunk_size_change_pages_and_every_board_query_returns_data(
         time.sleep(3)
         empty = []
         for title, expr in panel_queries(BOARD):
-            query = (
-                expr.replace("$__rate_interval", "1m")
-                .replace("$__range", "5m")
-                .replace("$job", ".+")
-            )
-            if not stack.query(query):
+            if not stack.query(grafana_substitute(expr, BOARD, range_="5m")):
                 empty.append(f"{title}: {expr}")
         assert not empty, "board queries without data:\n" + "\n".join(empty)
     finally:
@@ -138,9 +134,9 @@ def test_a_content_refresh_opens_a_ticket_and_never_pages(
         assert not [
             a for a in stack.webhook.alerts() if a["labels"]["alertname"] == "CitationDriftRateHigh"
         ]
-        superseded = stack.query("citation:superseded_failures_per_check:ratio_rate15m")
-        drift = stack.query("citation:drift_failures_per_check:ratio_rate15m")
+        superseded = stack.query("job:citation_superseded_failures_per_check:ratio_rate15m")
+        drift = stack.query("job:citation_drift_failures_per_check:ratio_rate15m")
         assert float(superseded[0]["value"][1]) > 0.1
-        assert float(drift[0]["value"][1]) < config.DRIFT_RATIO_PAGE
+        assert float(drift[0]["value"][1]) < alerting.DRIFT_RATIO_PAGE
     finally:
         assert exporter.stop() == 0

@@ -1,4 +1,5 @@
-"""The shipped rules: up to date, valid for promtool, unit-tested, and documented."""
+"""The shipped rules: up to date, valid for promtool, unit-tested, and documented; the mixin's
+config, and the rules it renders for another deployment, checked by promtool too."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
+from monitoring_support import ANOTHER_DEPLOYMENT, render_mixin, series_names, series_selectors
 
-from exporter import alerting as config
+from exporter import alerting
+from mixin.config import DEFAULT, ConfigError, MixinConfig, load_config
 
 REPO = Path(__file__).resolve().parent.parent
 RULES = REPO / "rules" / "citation-drift.rules.yml"
@@ -22,9 +26,19 @@ needs_promtool = pytest.mark.skipif(
 )
 
 
-def _rules() -> list[dict[str, object]]:
-    document = yaml.safe_load(RULES.read_text())
+def _rules(path: Path = RULES) -> list[dict[str, Any]]:
+    document = yaml.safe_load(path.read_text())
     return [rule for group in document["groups"] for rule in group["rules"]]
+
+
+def _promtool(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["promtool", *args], cwd=cwd, capture_output=True, text=True, check=False)
+
+
+@pytest.fixture(scope="module")
+def another(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The mixin rendered by `python -m mixin --config` for another deployment."""
+    return render_mixin(tmp_path_factory.mktemp("another"), ANOTHER_DEPLOYMENT)
 
 
 def test_generated_files_are_up_to_date() -> None:
@@ -38,41 +52,70 @@ def test_generated_files_are_up_to_date() -> None:
     assert done.returncode == 0, done.stderr
 
 
+def test_check_names_a_stale_file(another: Path, tmp_path: Path) -> None:
+    out = tmp_path / "copy"
+    shutil.copytree(another, out)
+    manifest = out / "deploy" / "kubernetes" / "citation-drift-exporter.yaml"
+    manifest.write_text(manifest.read_text().replace("replicas: 1", "replicas: 3"))
+    config = tmp_path / "config.toml"
+    config.write_text(ANOTHER_DEPLOYMENT)
+    command = [sys.executable, "-m", "mixin", "--config", str(config), "--out", str(out)]
+    done = subprocess.run(
+        [*command, "--check"], cwd=REPO, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 1
+    assert "deploy/kubernetes/citation-drift-exporter.yaml" in done.stderr
+    assert "rules/citation-drift.rules.yml" not in done.stderr
+
+
 @needs_promtool
 def test_promtool_checks_the_rules() -> None:
-    done = subprocess.run(
-        ["promtool", "check", "rules", str(RULES)], capture_output=True, text=True, check=False
-    )
+    done = _promtool("check", "rules", str(RULES))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "SUCCESS" in done.stdout
 
 
 @needs_promtool
 def test_promtool_unit_tests_pass() -> None:
-    done = subprocess.run(
-        ["promtool", "test", "rules", "citation-drift.test.yml"],
-        cwd=REPO / "rules" / "tests",
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = _promtool("test", "rules", "citation-drift.test.yml", cwd=REPO / "rules" / "tests")
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_recording_rules_are_named_level_metric_operations() -> None:
     records = [r["record"] for r in _rules() if "record" in r]
-    assert "citation:drift_failures_per_check:ratio_rate15m" in records
-    assert "citation:superseded_failures_per_check:ratio_rate15m" in records
-    assert "citation:sweep_drift_failures_per_citation:ratio" in records
-    for name in records:
-        assert re.fullmatch(r"[a-z_]+:[a-z_]+:[a-z0-9_]+", str(name)), name
+    assert records == [
+        "instance:citation_checks:rate15m",
+        "instance:citation_drift_failures:rate15m",
+        "instance:citation_superseded_failures:rate15m",
+        "job:citation_checks:rate15m",
+        "job:citation_drift_failures:rate15m",
+        "job:citation_superseded_failures:rate15m",
+        "job:citation_drift_failures_per_check:ratio_rate15m",
+        "job:citation_superseded_failures_per_check:ratio_rate15m",
+        "job:citation_sweep_drift_failures_per_citation:ratio",
+    ]
+    for rule in _rules():
+        if "record" in rule:
+            # the level names the finest label an aggregation keeps
+            level = rule["record"].split(":")[0]
+            for labels in re.findall(r"\bby \(([^)]*)\)", rule["expr"]):
+                assert labels.split(", ")[-1] == level, rule
+
+
+def test_every_series_selector_in_the_rules_selects_the_job() -> None:
+    names = series_names(yaml.safe_load(RULES.read_text()))
+    for rule in _rules():
+        selectors = series_selectors(rule["expr"], names)
+        assert selectors, rule
+        for metric, matchers in selectors:
+            assert f'job="{alerting.JOB}"' in matchers, f"{rule}: {metric} without the job"
 
 
 def test_every_alert_has_severity_summary_description_and_a_runbook_in_the_readme() -> None:
     readme = (REPO / "README.md").read_text()
     anchors = {heading.strip().lower() for heading in re.findall(r"^#{2,4} (.+)$", readme, re.M)}
     alerts = [r for r in _rules() if "alert" in r]
-    assert {a["alert"] for a in alerts} >= {
+    assert {a["alert"] for a in alerts} == {
         "CitationDriftRateHigh",
         "CitationSweepDriftHigh",
         "CitationContentRefreshDetected",
@@ -81,18 +124,144 @@ def test_every_alert_has_severity_summary_description_and_a_runbook_in_the_readm
         "CitationExporterNotReady",
         "CitationExporterStalled",
         "CitationInvalidEventsHigh",
+        "CitationUnreadableMessages",
         "CitationNoSweepSinceChunkerChange",
     }
     for alert in alerts:
         labels, annotations = alert["labels"], alert["annotations"]
-        assert labels["severity"] in ("critical", "warning")  # type: ignore[index]
-        assert "{{" not in annotations["summary"]  # type: ignore[index]
-        assert "{{" in annotations["description"]  # type: ignore[index]
-        runbook = annotations["runbook_url"]  # type: ignore[index]
-        assert runbook == config.runbook(str(alert["alert"]))
+        assert labels["severity"] in ("critical", "warning")
+        assert "{{" not in annotations["summary"]
+        assert "{{" in annotations["description"]
+        runbook = annotations["runbook_url"]
+        assert runbook == alerting.runbook(alert["alert"]) == DEFAULT.runbook(alert["alert"])
         assert str(alert["alert"]).lower() in anchors, f"README has no runbook for {alert}"
 
 
 def test_only_drift_pages() -> None:
-    critical = {r["alert"] for r in _rules() if r.get("labels", {}).get("severity") == "critical"}  # type: ignore[union-attr]
+    critical = {r["alert"] for r in _rules() if r.get("labels", {}).get("severity") == "critical"}
     assert critical == {"CitationDriftRateHigh", "CitationSweepDriftHigh"}
+
+
+# --- the config ---------------------------------------------------------------------------
+
+
+def test_a_toml_and_a_yaml_config_say_the_same(tmp_path: Path) -> None:
+    toml = tmp_path / "c.toml"
+    toml.write_text(ANOTHER_DEPLOYMENT)
+    yml = tmp_path / "c.yaml"
+    yml.write_text(
+        "job: citations-prod\naggregation_labels: [namespace]\n"
+        "runbook_url: 'https://runbooks.example.com/citations/{alert}'\n"
+        "rate_window: 30m\ndrift_for: 10m\nnamespace: rag\n"
+        "operator_labels: {release: kube-prometheus-stack}\ndashboard_uid: citations-prod\n"
+    )
+    config = load_config(toml)
+    assert config == load_config(yml)
+    assert config.job == "citations-prod" and config.aggregation_labels == ("namespace",)
+    assert config.by("topic") == "(namespace, job, topic)"
+    assert config.runbook("CitationExporterDown").endswith("/citations/CitationExporterDown")
+    assert config.stall_window == DEFAULT.stall_window  # a key left out keeps its default
+
+
+def test_the_defaults_are_todays_behaviour() -> None:
+    assert DEFAULT.selector == 'job="citation-drift-exporter"' == f'job="{alerting.JOB}"'
+    assert DEFAULT.by() == "(job)"
+    assert DEFAULT.drift_for == alerting.DRIFT_FOR
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        pytest.param('jbo = "x"', "'jbo'", id="unknown-key"),
+        pytest.param("job = 3", "job: expected a string", id="wrong-type"),
+        pytest.param('job = "Citations_Prod"', "job: 'Citations_Prod' must be", id="not-dns"),
+        pytest.param('aggregation_labels = "namespace"', "aggregation_labels", id="not-a-list"),
+        pytest.param('aggregation_labels = ["instance"]', "aggregation_labels", id="reserved"),
+        pytest.param('rate_window = "90s"', "rate_window", id="not-whole-minutes"),
+        pytest.param('drift_for = "soon"', "drift_for", id="not-a-duration"),
+        pytest.param('runbook_url = "https://x/{name}"', "runbook_url", id="bad-placeholder"),
+        pytest.param("job = ", "mixin-config.toml", id="not-toml"),
+    ],
+)
+def test_a_bad_config_is_an_error_naming_the_key(tmp_path: Path, text: str, named: str) -> None:
+    path = tmp_path / "mixin-config.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=re.escape(named)):
+        load_config(path)
+    done = subprocess.run(
+        [sys.executable, "-m", "mixin", "--config", str(path), "--out", str(tmp_path / "out")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2 and named in done.stderr
+    assert not (tmp_path / "out").exists(), "nothing is written for a bad config"
+
+
+def test_the_readmes_example_config_loads(tmp_path: Path) -> None:
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("### Configuring the mixin") :]
+    example = section[section.index("```toml\n") + 8 : section.index("```\n", 1)]
+    path = tmp_path / "example.toml"
+    path.write_text(example)
+    config = load_config(path)
+    assert config.job == "citations-prod" and config.aggregation_labels == ("namespace",)
+
+
+def test_every_setting_has_a_comment_saying_why() -> None:
+    source = (REPO / "mixin" / "config.py").read_text().splitlines()
+    for name in MixinConfig.__dataclass_fields__:
+        line = next(i for i, text in enumerate(source) if text.startswith(f"    {name}: "))
+        commented = "#" in source[line] or source[line - 1].strip().startswith("#")
+        assert commented, f"{name} has no comment"
+
+
+# --- another deployment --------------------------------------------------------------------
+
+
+@needs_promtool
+def test_promtool_checks_and_tests_the_rules_of_another_deployment(another: Path) -> None:
+    checked = _promtool("check", "rules", str(another / "rules" / "citation-drift.rules.yml"))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    tested = _promtool("test", "rules", "citation-drift.test.yml", cwd=another / "rules" / "tests")
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+
+
+def test_another_deployment_selects_its_job_and_keeps_its_namespace(another: Path) -> None:
+    path = another / "rules" / "citation-drift.rules.yml"
+    rules, names = _rules(path), series_names(yaml.safe_load(path.read_text()))
+    for rule in rules:
+        for metric, matchers in series_selectors(rule["expr"], names):
+            assert 'job="citations-prod"' in matchers, f"{rule}: {metric}"
+        for labels in re.findall(r"\b(?:by|on) \(([^)]*)\)", rule["expr"]):
+            if labels != "le":
+                assert labels.startswith("namespace, job"), rule
+    records = {r["record"] for r in rules if "record" in r}
+    assert "job:citation_drift_failures_per_check:ratio_rate30m" in records
+    drift = next(r for r in rules if r.get("alert") == "CitationDriftRateHigh")
+    assert drift["for"] == "10m"
+    assert "over the last 30 minutes" in drift["annotations"]["description"]
+    assert drift["annotations"]["runbook_url"] == (
+        "https://runbooks.example.com/citations/CitationDriftRateHigh"
+    )
+
+
+def test_the_promtool_tests_of_another_deployment_expect_its_labels(another: Path) -> None:
+    """What the promtool run above holds the rules to: the drift page carries the other job
+    and its namespace, and two namespaces are judged apart."""
+    document = yaml.safe_load((another / "rules/tests/citation-drift.test.yml").read_text())
+    pages = [
+        alert["exp_labels"]
+        for case in document["tests"]
+        for test in case["alert_rule_test"]
+        if test["alertname"] == "CitationDriftRateHigh"
+        for alert in test["exp_alerts"]
+    ]
+    assert pages and all(
+        page == {"job": "citations-prod", "namespace": "namespace-1", "severity": "critical"}
+        for page in pages
+    )
+    names = [case["name"] for case in document["tests"]]
+    assert any("not pooled" in name for name in names)
+    assert any("another job" in name for name in names)
