@@ -58,6 +58,7 @@ from kafka_support import (  # noqa: E402
     total,
 )
 
+from exporter.records.chunk_messages import chunk_message  # noqa: E402
 from exporter.simulate.scenario import ScenarioConfig, build_scenario  # noqa: E402
 
 # How often the producer tops traffic up to the target rate.
@@ -130,12 +131,13 @@ def _store_messages(records: list[dict[str, Any]]) -> tuple[list[Message], list[
     messages: list[Message] = []
     live: dict[str, bytes] = {}
     for record in records:
-        key, value = record["chunk_id"].encode(), orjson.dumps(record)
-        if record.get("deleted"):
-            messages.append((key, None))
+        message = chunk_message(orjson.dumps(record))
+        assert message is not None, "the scenario writes chunk records only"
+        value = message[1]
+        messages.append(message)
+        if value is None:
             live.pop(record["chunk_id"], None)
         else:
-            messages.append((key, value))
             live[record["chunk_id"]] = value
     return messages, [(key.encode(), value) for key, value in live.items()]
 

@@ -74,6 +74,9 @@ def main() -> None:
     parser.add_argument(
         "--one-per-message", action="store_true", help="one citation per message, not answers"
     )
+    parser.add_argument(
+        "--profile", metavar="FILE", help="run the exporter under cProfile, stats written here"
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as workdir, kafka_broker() as bootstrap:
@@ -100,7 +103,10 @@ def main() -> None:
             messages = [(None, citation) for _, line in messages for citation in _split(line)]
         produced = produce(bootstrap, topics.answers, messages)
 
-        exporter = ExporterProcess(bootstrap, topics, Path(workdir) / "exporter.log")
+        profile = Path(args.profile).resolve() if args.profile else None
+        exporter = ExporterProcess(
+            bootstrap, topics, Path(workdir) / "exporter.log", profile=profile
+        )
         try:
             exporter.wait_ready(120)
             ready = time.monotonic()

@@ -32,7 +32,14 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from exporter.checks.engine import DEFAULT_HIGH_SEVERITY_TOPICS, Policy
+from exporter.checks.engine import Policy
+from exporter.defaults import (
+    DEFAULT_HIGH_SEVERITY_TOPICS,
+    DEFAULT_METRICS_PORT,
+    DEFAULT_THRESHOLD,
+    comma_separated,
+    similarity_threshold,
+)
 from exporter.errors import SettingsError
 from exporter.records.limits import DEFAULT_LIMITS, Limits
 
@@ -40,7 +47,6 @@ __all__ = ["ENV_PREFIX", "Settings", "SettingsError", "load_settings", "tls_cont
 
 ENV_PREFIX = "CITATION_EXPORTER_"
 CONFIG_FILE_VARIABLE = f"{ENV_PREFIX}CONFIG_FILE"
-DEFAULT_METRICS_PORT = 9877
 # Service links Kubernetes injects into every pod of a namespace for a Service named
 # "citation-exporter": not ours, never an error.
 _KUBERNETES_SERVICE_LINK = re.compile(
@@ -79,7 +85,7 @@ class Settings(BaseSettings):
     relocation_budget_ms: float = Field(DEFAULT_LIMITS.relocation_budget_ms, gt=0.0)
 
     # checks
-    threshold: float = Field(98.0, gt=0.0, le=100.0)
+    threshold: float = DEFAULT_THRESHOLD
     high_severity_topics: Annotated[frozenset[str], NoDecode] = DEFAULT_HIGH_SEVERITY_TOPICS
     sources: Annotated[frozenset[str], NoDecode] = frozenset()
     max_sources: int = Field(20, ge=0)
@@ -94,13 +100,7 @@ class Settings(BaseSettings):
     @field_validator("threshold")
     @classmethod
     def _on_the_percent_scale(cls, value: float) -> float:
-        """0.98 for 98 is the likely slip (the similarity metric is a 0-1 ratio)."""
-        if value <= 1.0:
-            raise ValueError(
-                f"is a similarity on the 0-100 scale; {value:g} looks like a ratio "
-                f"(did you mean {value * 100:g}?)"
-            )
-        return value
+        return similarity_threshold(value)
 
     @field_validator("ssl_cafile", "ssl_certfile", "ssl_keyfile", mode="before")
     @classmethod
@@ -112,9 +112,7 @@ class Settings(BaseSettings):
     @classmethod
     def _comma_separated(cls, value: object) -> object:
         """Accept ``a,b,c`` from an environment variable as well as a list."""
-        if isinstance(value, str):
-            return frozenset(v.strip() for v in value.split(",") if v.strip())
-        return value
+        return comma_separated(value) if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _security_is_complete(self) -> Settings:

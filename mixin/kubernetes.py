@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from exporter.settings import DEFAULT_METRICS_PORT, ENV_PREFIX
+from exporter.defaults import DEFAULT_METRICS_PORT
+from exporter.settings import ENV_PREFIX
 from mixin.config import DEFAULT, MixinConfig
 from mixin.rules import rule_groups
 

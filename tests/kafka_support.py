@@ -28,6 +28,8 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
+from exporter.records.chunk_messages import chunk_message
+
 REPO = Path(__file__).resolve().parent.parent
 KAFKA_LOCAL = REPO / "scripts" / "kafka-local"
 
@@ -177,9 +179,9 @@ def chunk_messages(path: Path) -> list[tuple[bytes | None, bytes | None]]:
     """The live store as keyed messages: upserts, and tombstones for deletions."""
     messages: list[tuple[bytes | None, bytes | None]] = []
     for line in path.read_bytes().splitlines():
-        record = orjson.loads(line)
-        key = record["chunk_id"].encode()
-        messages.append((key, None if record.get("deleted") else line))
+        message = chunk_message(line)
+        assert message is not None, f"not a chunk record: {line[:80]!r}"
+        messages.append(message)
     return messages
 
 
@@ -222,7 +224,15 @@ def total(
 class ExporterProcess:
     """``citation-exporter run`` as a real process, with its own metrics port."""
 
-    def __init__(self, bootstrap: str, topics: Topics, log: Path, **settings: str) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        topics: Topics,
+        log: Path,
+        *,
+        profile: Path | None = None,
+        **settings: str,
+    ) -> None:
         self.port = free_port()
         self.topics = topics
         env = {
@@ -236,7 +246,15 @@ class ExporterProcess:
         }
         self._log = open(log, "ab")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "exporter.cli", "run", "--log-level", "INFO"],
+            [
+                sys.executable,
+                *(["-m", "cProfile", "-o", str(profile)] if profile is not None else []),
+                "-m",
+                "exporter.cli",
+                "run",
+                "--log-level",
+                "INFO",
+            ],
             env=env,
             stdout=self._log,
             stderr=subprocess.STDOUT,

@@ -12,7 +12,8 @@ import pytest
 import yaml
 from monitoring_support import ANOTHER_DEPLOYMENT, render_mixin, series_names, series_selectors
 
-from exporter.settings import DEFAULT_METRICS_PORT, ENV_PREFIX, Settings
+from exporter.defaults import DEFAULT_METRICS_PORT
+from exporter.settings import ENV_PREFIX, Settings
 from mixin.config import DEFAULT
 
 REPO = Path(__file__).resolve().parent.parent

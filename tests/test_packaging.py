@@ -11,7 +11,8 @@ import yaml
 from dockerfile_parse import DockerfileParser
 
 from exporter import alerting as config
-from exporter.settings import DEFAULT_METRICS_PORT, Settings
+from exporter.defaults import DEFAULT_METRICS_PORT
+from exporter.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
 

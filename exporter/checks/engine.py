@@ -28,25 +28,23 @@ from exporter.checks.normalize import fold
 from exporter.checks.relocate import FOUND, Budget, Place, relocate
 from exporter.checks.store import ChunkStore, DocumentView
 from exporter.checks.verdict import Action, FailedCheck, Repair, Status, Verdict
+from exporter.defaults import DEFAULT_HIGH_SEVERITY_TOPICS, DEFAULT_THRESHOLD
 from exporter.records.limits import DEFAULT_LIMITS, Limits, failure
 from exporter.records.schema import Chunk, Citation, InvalidCitation
 
 __all__ = [
-    "DEFAULT_HIGH_SEVERITY_TOPICS",
     "Policy",
     "check_citation",
     "check_or_report",
     "invalid_verdict",
 ]
 
-DEFAULT_HIGH_SEVERITY_TOPICS = frozenset({"pricing", "security", "legal"})
-
 
 @dataclass(frozen=True, slots=True)
 class Policy:
     """The knobs of the checks. ``threshold`` is a similarity on the 0-100 scale."""
 
-    threshold: float = 98.0
+    threshold: float = DEFAULT_THRESHOLD
     high_severity_topics: frozenset[str] = field(default=DEFAULT_HIGH_SEVERITY_TOPICS)
     limits: Limits = DEFAULT_LIMITS
 

@@ -86,17 +86,23 @@ class Budget:
     """CPU time one relocation may spend.
 
     Thread CPU time, not wall time: a busy neighbour process or a slow scrape does not eat into
-    it, so a citation is cut short only by its own cost.
+    it, so a citation is cut short only by its own cost. The clock starts at the first
+    :meth:`check`, not at construction: reading a thread's CPU time is a system call, and most
+    relocations end before they look at their budget at all.
     """
 
-    __slots__ = ("_deadline",)
+    __slots__ = ("_deadline", "_seconds")
 
     def __init__(self, seconds: float) -> None:
-        self._deadline = time.thread_time() + seconds
+        self._seconds = seconds
+        self._deadline: float | None = None
 
     def check(self) -> None:
         """Raise :class:`OutOfBudgetError` once the budget is spent."""
-        if time.thread_time() > self._deadline:
+        now = time.thread_time()
+        if self._deadline is None:
+            self._deadline = now + self._seconds
+        elif now > self._deadline:
             raise OutOfBudgetError
 
 

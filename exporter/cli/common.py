@@ -6,6 +6,7 @@ import argparse
 import os
 from typing import Any
 
+from exporter.defaults import comma_separated, similarity_threshold
 from exporter.errors import UsageError
 from exporter.records.limits import DEFAULT_LIMITS, Limits
 
@@ -85,14 +86,10 @@ def ratio(text: str) -> float:
 
 
 def threshold(text: str) -> float:
-    value = float(text)
-    if not 0.0 < value <= 100.0:
-        raise argparse.ArgumentTypeError(f"must be a similarity in (0, 100], got {text}")
-    if value <= 1.0:
-        raise argparse.ArgumentTypeError(
-            f"is a similarity on the 0-100 scale; {text} looks like a ratio "
-            f"(did you mean {value * 100:g}?)"
-        )
+    try:
+        value = similarity_threshold(float(text))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     return value
 
 
@@ -111,4 +108,4 @@ def available_cpus() -> int:
 
 
 def topics(text: str) -> frozenset[str]:
-    return frozenset(t.strip() for t in text.split(",") if t.strip())
+    return comma_separated(text)

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from exporter.cli.common import EXIT_OK, UsageError, positive
+from exporter.defaults import DEFAULT_METRICS_PORT
 
 
 def add_parser(commands: Any) -> None:
@@ -22,7 +23,7 @@ def add_parser(commands: Any) -> None:
     demo.add_argument(
         "--metrics-port",
         type=int,
-        default=9877,
+        default=DEFAULT_METRICS_PORT,
         metavar="PORT",
         help="port of /metrics (default: %(default)s; 0 picks a free one)",
     )

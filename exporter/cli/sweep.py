@@ -14,7 +14,7 @@ from typing import IO, Any
 import orjson
 from tqdm import tqdm
 
-from exporter.checks.engine import DEFAULT_HIGH_SEVERITY_TOPICS, Policy
+from exporter.checks.engine import Policy
 from exporter.cli.common import (
     EXIT_CODES,
     EXIT_GATE_FAILED,
@@ -28,6 +28,7 @@ from exporter.cli.common import (
     threshold,
     topics,
 )
+from exporter.defaults import DEFAULT_HIGH_SEVERITY_TOPICS, DEFAULT_THRESHOLD
 from exporter.file_sweep import load_store, run_sweep
 from exporter.outputs.report import SweepSummary
 from exporter.records.jsonl import (
@@ -92,7 +93,7 @@ def add_parser(commands: Any) -> None:
     sweep.add_argument(
         "--threshold",
         type=threshold,
-        default=98.0,
+        default=DEFAULT_THRESHOLD,
         metavar="N",
         help="minimum folded similarity (0-100) for a quote to match (default: %(default)s)",
     )

@@ -21,6 +21,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
 from exporter.kafka.clients import close, connection_options
+from exporter.records.chunk_messages import chunk_message
 from exporter.settings import Settings
 
 __all__ = ["ProducePlan", "create_topics", "produce_scenario"]
@@ -35,9 +36,8 @@ def _lines(path: Path) -> list[bytes]:
 
 
 def _chunk_message(line: bytes) -> Message:
-    record = orjson.loads(line)
-    key = str(record.get("chunk_id", "")).encode()
-    return key, None if record.get("deleted") is True else line
+    """The keyed message of a chunk line (a line that is not one is sent as it is)."""
+    return chunk_message(line) or (b"", line)
 
 
 def _citations_in(line: bytes) -> int:

@@ -15,10 +15,11 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from exporter.checks.relocate import UNREPAIRED_OUTCOMES
-from exporter.checks.verdict import FailedCheck, Status, Verdict
+from exporter.checks.verdict import FailedCheck, Status
+from exporter.outputs.histograms import BatchHistogram
 from exporter.outputs.report import SHIFT_BOUNDS
 from exporter.outputs.state import ExporterState, StateCollector
 from exporter.pipeline.outcome import Mode, Outcome
@@ -134,27 +135,29 @@ class ExporterMetrics:
             ["mode", "kind", "reason"],
             registry=registry,
         )
-        self.shift = Histogram(
+        self.shift = BatchHistogram(
             "citation_offset_shift_characters",
             "Signed shift of repaired drift: where the quote is now minus where the span "
             "pointed, in characters.",
             ["mode"],
-            buckets=SHIFT_BUCKETS,
-            registry=registry,
+            SHIFT_BUCKETS,
+            registry,
         )
-        self.similarity = Histogram(
+        self.similarity = BatchHistogram(
             "citation_quote_similarity_ratio",
             "Folded similarity (0-1) between the quote and the text at the recorded span.",
             ["mode"],
-            buckets=SIMILARITY_BUCKETS,
-            registry=registry,
+            SIMILARITY_BUCKETS,
+            registry,
         )
-        self.check_duration = Histogram(
+        self.check_duration = BatchHistogram(
             "citation_check_duration_seconds",
             "Time to check one citation inline.",
-            buckets=DURATION_BUCKETS,
-            registry=registry,
+            [],
+            DURATION_BUCKETS,
+            registry,
         )
+        self.check_duration.labels()
         self.build_info = Gauge(
             "citation_exporter_build_info",
             "The exporter's version; always 1.",
@@ -227,61 +230,66 @@ class ExporterMetrics:
 
     def record(self, outcomes: Sequence[Outcome]) -> None:
         """Count a batch of handled messages: checks, failures, reasons, histograms, events
-        and dead letters, each counter incremented once per batch.
+        and dead letters, each series updated once per batch.
 
         Inline, every message is a consumed event and its dead letter an invalid event; a
         sweep re-reads messages that were counted (and dead-lettered) when first consumed, so
         only its checks are counted, under ``mode="sweep"``.
         """
-        counts: dict[_Key, int] = {}
+        # per citation only a tally and the values to observe; the series are updated below
+        tally: dict[tuple[Mode, str | None, Status, str | None], int] = {}
+        messages: dict[_Key, int] = {}
         key: _Key
-        topics: set[str] = set()
-        sources = self.sources
-        child = self._child
+        similarities: dict[Mode, list[float]] = {mode: [] for mode in Mode}
+        shifts: dict[Mode, list[float]] = {mode: [] for mode in Mode}
+        durations: list[float] = []
+        invalid, repaired = Status.INVALID, Status.DRIFT_REPAIRED
         for outcome in outcomes:
             mode = outcome.mode
             inline = mode is Mode.INLINE
             if inline:
                 topic = outcome.origin.topic
-                topics.add(topic)
                 key = (self.events, (topic,))
-                counts[key] = counts.get(key, 0) + 1
-                letter = outcome.dead_letter
-                if letter is not None:
-                    key = (self.invalid_events, (topic, letter.reason))
-                    counts[key] = counts.get(key, 0) + 1
-            if not outcome.checked:
-                continue
-            similarity = child(self.similarity, (mode,))
-            duration = self.check_duration if inline else None
+                messages[key] = messages.get(key, 0) + 1
+                if outcome.dead_letter is not None:
+                    key = (self.invalid_events, (topic, outcome.dead_letter.reason))
+                    messages[key] = messages.get(key, 0) + 1
+            similarity = similarities[mode]
             for checked in outcome.checked:
                 verdict = checked.verdict
                 status = verdict.status
-                if status is Status.INVALID:
-                    continue
-                source = sources(verdict.source)
-                for key in self._keys(verdict, status, mode, source):
-                    counts[key] = counts.get(key, 0) + 1
+                if status is invalid:
+                    continue  # counted with its message's dead letter
+                counted = (mode, verdict.source, status, verdict.reason)
+                tally[counted] = tally.get(counted, 0) + 1
                 if verdict.similarity is not None:
-                    similarity.observe(verdict.similarity / 100.0)
-                if duration is not None:
-                    duration.observe(checked.seconds)
-                if status is Status.DRIFT_REPAIRED:
-                    repair = verdict.repair
-                    if repair is not None and repair.shift is not None:
-                        child(self.shift, (mode,)).observe(repair.shift)
-        for (metric, labels), count in counts.items():
-            child(metric, labels).inc(count)
+                    similarity.append(verdict.similarity / 100.0)
+                if inline:
+                    durations.append(checked.seconds)
+                if status is repaired and verdict.repair is not None:
+                    shift = verdict.repair.shift
+                    if shift is not None:
+                        shifts[mode].append(shift)
+        for (metric, labels), count in messages.items():
+            self._child(metric, labels).inc(count)
+        for (mode, source, status, reason), count in tally.items():
+            for metric, labels in self._keys(status, reason, mode, self.sources(source)):
+                self._child(metric, labels).inc(count)
+        for mode in Mode:
+            self.similarity.observe_many(similarities[mode], mode)
+            self.shift.observe_many(shifts[mode], mode)
+        self.check_duration.observe_many(durations)
         now = time.time()
-        for topic in topics:
-            child(self.last_event, (topic,)).set(now)
+        for metric, labels in messages:
+            if metric is self.events:
+                self._child(self.last_event, labels).set(now)
 
-    def _keys(self, verdict: Verdict, status: Status, mode: str, source: str) -> tuple[_Key, ...]:
+    def _keys(self, status: Status, reason: str | None, mode: str, source: str) -> tuple[_Key, ...]:
         """The counters (and their labels) one checked citation increments."""
         checks = (self.checks, (mode, source))
         if status is Status.OK:
             return (checks,)
-        reason = verdict.reason or ""
+        reason = reason or ""
         if status is Status.DOCUMENT_MISSING:
             return checks, (self.document_missing, (mode, source))
         if status is Status.SUPERSEDED:

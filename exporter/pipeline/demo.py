@@ -24,6 +24,7 @@ from exporter.checks.verdict import Status
 from exporter.outputs.report import SweepSummary, shift_clusters
 from exporter.pipeline.core import LocalRecord, Pipeline
 from exporter.pipeline.outcome import Outcome
+from exporter.records.chunk_messages import chunk_message
 from exporter.simulate.scenario import Scenario, ScenarioConfig, build_scenario
 
 __all__ = ["DemoView", "demo_phases", "run_demo"]
@@ -45,8 +46,9 @@ def demo_phases(scenario: Scenario, chunks_topic: str, answers_topic: str) -> li
     offset = iter(range(10**9))
 
     def chunk(record: dict[str, Any]) -> LocalRecord:
-        value = None if record.get("deleted") else _json(record)
-        return LocalRecord(chunks_topic, 0, next(offset), record["chunk_id"].encode(), value)
+        message = chunk_message(_json(record))
+        assert message is not None, "the scenario writes chunk records only"
+        return LocalRecord(chunks_topic, 0, next(offset), *message)
 
     def change_of(record: dict[str, Any]) -> str:
         return scenario.doc_changes.get(record["chunk_id"].split("#", 1)[0], "none")

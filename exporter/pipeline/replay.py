@@ -11,37 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import orjson
 
 from exporter.outputs.report import SweepSummary
 from exporter.pipeline.core import LocalRecord, Pipeline
 from exporter.pipeline.messages import unread
 from exporter.pipeline.outcome import Origin, Outcome
+from exporter.records.chunk_messages import chunk_message
 from exporter.records.jsonl import InputError, Oversized, open_input, read_lines
 
-__all__ = ["BATCH", "SkippedLine", "chunk_key", "records_of", "replay"]
+__all__ = ["BATCH", "SkippedLine", "records_of", "replay"]
 
 # Outcomes handed on at a time: counted once per batch, as the Kafka loops count theirs.
 BATCH = 1000
-
-
-_CITATION_FIELDS = ("quote", "chunk_span", "citations")
-
-
-def chunk_key(line: bytes) -> bytes | None:
-    """The ``chunk_id`` of a chunk record (its Kafka key), or None for any other line."""
-    try:
-        value: Any = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return None
-    if type(value) is not dict or any(field in value for field in _CITATION_FIELDS):
-        return None
-    if "text" in value or value.get("deleted") is True:
-        chunk_id = value.get("chunk_id")
-        return chunk_id.encode() if type(chunk_id) is str else b""
-    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,9 +50,9 @@ def records_of(
                 if isinstance(line, Oversized):
                     yield SkippedLine(number, line.size)
                     continue
-                key = chunk_key(line)
-                if key is not None:
-                    yield LocalRecord(chunks_topic, 0, number, key, line)
+                message = chunk_message(line)
+                if message is not None:
+                    yield LocalRecord(chunks_topic, 0, number, *message)
                 else:
                     yield LocalRecord(answers_topic, 0, number, None, line)
         except InputError as exc:

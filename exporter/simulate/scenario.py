@@ -22,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from exporter.checks.compare import FoldedQuote, text_matches
+from exporter.defaults import DEFAULT_THRESHOLD
 from exporter.simulate.chunker import CutChunk, cut_by_groups, pack_sentences
 from exporter.simulate.text import (
     BOILERPLATE,
@@ -60,7 +61,7 @@ class ScenarioConfig:
     boilerplate_share: float = 0.3
     standalone_share: float = 0.2
     invalid_lines: int = 0
-    threshold: float = 98.0
+    threshold: float = DEFAULT_THRESHOLD
 
     @property
     def document_count(self) -> int:
