@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import gzip
+import os
 import shutil
 import socket
 import ssl
 import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -27,7 +29,7 @@ from prometheus_client.parser import text_string_to_metric_families as text_fami
 from exporter.checks.verdict import Action, Repair, Status, Verdict
 from exporter.outputs.metrics import ExporterMetrics, SourceLabels
 from exporter.pipeline.outcome import CheckedCitation, Mode, Origin, Outcome
-from exporter.settings import SettingsError
+from exporter.settings import Settings, SettingsError, load_settings
 from exporter.web.auth import BasicAuth
 from exporter.web.config import WebConfig, load_web_config
 from exporter.web.heartbeat import Heartbeat
@@ -333,6 +335,51 @@ def test_no_heartbeat_means_no_loop_check() -> None:
         assert _request(_url(server, "/healthz"))[::2] == (200, b"ok\n")
 
 
+# -- the exporter's registry -------------------------------------------------------------------
+
+
+def test_the_exporter_exports_process_metrics_and_beats_while_running(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from exporter.kafka.runtime import Exporter
+
+    async def no_kafka(self: Exporter, stop: asyncio.Event) -> None:
+        await asyncio.sleep(0.05)
+        stop.set()
+
+    monkeypatch.setattr(Exporter, "_serve", no_kafka)
+    settings = Settings(metrics_port=0, metrics_host="127.0.0.1")
+    first, second = Exporter(settings), Exporter(settings)  # registries of their own
+    try:
+        second.http.start()
+        base = f"http://127.0.0.1:{second.http.port}/metrics"
+        _, _, body = _request(base)
+        names = {f.name for f in text_families(body.decode())}
+        assert {"process_resident_memory_bytes", "python_info", "python_gc_collections"} <= names
+        _, _, body = _request(base + "?name[]=process_resident_memory_bytes")
+        (memory,) = text_families(body.decode())
+        assert memory.name == "process_resident_memory_bytes" and memory.samples[0].value > 0
+        assert first.heartbeat.age() is None
+        asyncio.run(first.run(asyncio.Event()))
+        assert first.heartbeat.age() is not None, "run() made the loop beat"
+        assert second.heartbeat.age() is None
+    finally:
+        first.http.stop()
+        second.http.stop()
+
+
+def test_the_demo_and_replays_export_process_metrics_too() -> None:
+    from exporter.cli.offline import OfflineExporter
+
+    offline = OfflineExporter(Settings(metrics_port=0, metrics_host="127.0.0.1"))
+    try:
+        memory = offline.registry.get_sample_value("process_resident_memory_bytes")
+        assert memory is not None and memory > 0
+        assert any(m.name == "python_info" for m in offline.registry.collect())
+    finally:
+        offline.http.stop()
+
+
 # -- TLS and basic auth ------------------------------------------------------------------------
 
 
@@ -576,3 +623,35 @@ def test_a_missing_web_config_file_is_named(tmp_path: Path) -> None:
 
 def test_an_empty_web_config_changes_nothing(tmp_path: Path) -> None:
     assert load_web_config(_web_config(tmp_path, "")) == WebConfig(tmp_path / "web.yml")
+
+
+def test_the_setting_checks_the_file_at_start_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in list(os.environ):
+        if name.startswith("CITATION_EXPORTER_"):
+            monkeypatch.delenv(name)
+    path = _web_config(tmp_path, "basic_auth_users:\n  prometheus: hunter2\n")
+    monkeypatch.setenv("CITATION_EXPORTER_WEB_CONFIG_FILE", str(path))
+    with pytest.raises(SettingsError) as invalid:
+        load_settings()
+    assert "web_config_file (CITATION_EXPORTER_WEB_CONFIG_FILE)" in str(invalid.value)
+    assert str(path) in str(invalid.value)
+    monkeypatch.setenv("CITATION_EXPORTER_WEB_CONFIG_FILE", "")
+    assert load_settings().web_config_file is None
+
+
+def test_run_with_an_invalid_web_config_exits_2_in_one_line(tmp_path: Path) -> None:
+    path = _web_config(tmp_path, "tls_server_config:\n  cert_file: nope.crt\n  key_file: k\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CITATION_EXPORTER_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "exporter.cli", "run", "--web-config-file", str(path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert f"web config file {path}" in done.stderr and "cert_file" in done.stderr

@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from exporter.settings import SettingsError
+from exporter.errors import SettingsError
 from exporter.web.tls import server_context
 
 __all__ = ["CLIENT_AUTH_TYPES", "TlsServerConfig", "WebConfig", "load_web_config"]
