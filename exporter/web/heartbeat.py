@@ -18,8 +18,8 @@ __all__ = ["BEAT_SECONDS", "STALE_AFTER_SECONDS", "Heartbeat"]
 BEAT_SECONDS = 1.0
 # How long without a beat means stuck. The loop yields every 50 ms while checking
 # (YIELD_SECONDS in exporter.kafka.answers), so a healthy loop never comes close; 30 s leaves room
-# for a full garbage collection of a large chunk store on a throttled CPU, and a kubelet with the
-# usual periodSeconds 10 and failureThreshold 3 restarts a stuck process about a minute in.
+# for a full garbage collection of a large chunk store on a throttled CPU; the shipped liveness
+# probe (every 20 s, 3 failures) then restarts a stuck process within about a minute and a half.
 STALE_AFTER_SECONDS = 30.0
 
 
