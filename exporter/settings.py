@@ -42,6 +42,7 @@ from exporter.defaults import (
 )
 from exporter.errors import SettingsError
 from exporter.records.limits import DEFAULT_LIMITS, Limits
+from exporter.web.config import load_web_config
 
 __all__ = ["ENV_PREFIX", "Settings", "SettingsError", "load_settings", "tls_context"]
 
@@ -96,17 +97,26 @@ class Settings(BaseSettings):
     # metrics endpoint
     metrics_host: str = "0.0.0.0"  # an exporter is scraped from other hosts
     metrics_port: int = Field(DEFAULT_METRICS_PORT, ge=0, le=65535)
+    web_config_file: Path | None = None  # TLS and basic auth, see exporter.web.config
 
     @field_validator("threshold")
     @classmethod
     def _on_the_percent_scale(cls, value: float) -> float:
         return similarity_threshold(value)
 
-    @field_validator("ssl_cafile", "ssl_certfile", "ssl_keyfile", mode="before")
+    @field_validator("ssl_cafile", "ssl_certfile", "ssl_keyfile", "web_config_file", mode="before")
     @classmethod
     def _empty_is_unset(cls, value: object) -> object:
         """``CITATION_EXPORTER_SSL_CAFILE=`` means no file, not the current directory."""
         return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("web_config_file")
+    @classmethod
+    def _web_config_is_usable(cls, value: Path | None) -> Path | None:
+        """Its certificates and hashes are checked at start-up, not at the first scrape."""
+        if value is not None:
+            load_web_config(value)
+        return value
 
     @field_validator("high_severity_topics", "sources", mode="before")
     @classmethod

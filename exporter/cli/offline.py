@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
 
 from exporter import __version__
 from exporter.checks.store import ChunkStore
@@ -17,6 +17,7 @@ from exporter.outputs.state import ExporterState
 from exporter.pipeline.core import Pipeline
 from exporter.pipeline.outcome import Outcome
 from exporter.settings import Settings
+from exporter.web.config import load_web_config
 from exporter.web.server import MetricsServer
 
 __all__ = ["OfflineExporter"]
@@ -29,7 +30,9 @@ class OfflineExporter:
     """
 
     def __init__(self, settings: Settings) -> None:
-        self.registry = CollectorRegistry()
+        self.registry = CollectorRegistry(auto_describe=True)  # as the Kafka runtime's
+        for collector in (ProcessCollector, PlatformCollector, GCCollector):
+            collector(registry=self.registry)
         store = ChunkStore()
         self.state = ExporterState(ready=True, store=store)
         self.metrics = ExporterMetrics(
@@ -46,6 +49,7 @@ class OfflineExporter:
             settings.metrics_host,
             settings.metrics_port,
             problem=lambda: self.state.problem,
+            web_config=load_web_config(web) if (web := settings.web_config_file) else None,
         )
 
     def record(self, outcomes: Sequence[Outcome]) -> None:

@@ -19,6 +19,7 @@ EXAMPLES = """\
 examples:
   CITATION_EXPORTER_BOOTSTRAP_SERVERS=kafka-1:9092,kafka-2:9092 citation-exporter run
   citation-exporter run --config /etc/citation-exporter.toml --metrics-port 9877
+  citation-exporter run --web-config-file /etc/citation-exporter/web.yml   # HTTPS, basic auth
 
 exit status: 0 after SIGTERM/SIGINT (the batch in hand is finished and committed), 2 for an
 invalid setting or a metrics port in use, 3 for an internal error. A broker outage is retried
@@ -42,6 +43,13 @@ def add_parser(commands: Any) -> None:
     run.add_argument("--bootstrap-servers", metavar="HOSTS", help="Kafka brokers, host:port,...")
     run.add_argument("--group-id", metavar="ID", help="consumer group of the answer consumer")
     run.add_argument("--metrics-port", type=int, metavar="PORT", help="port of /metrics")
+    run.add_argument(
+        "--web-config-file",
+        type=Path,
+        metavar="FILE",
+        help="TLS and basic auth of the HTTP endpoint, in the Prometheus exporter-toolkit's "
+        "format (see the README)",
+    )
     run.add_argument(
         "--source",
         metavar="FILE",
@@ -78,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
             ("bootstrap_servers", args.bootstrap_servers),
             ("group_id", args.group_id),
             ("metrics_port", args.metrics_port),
+            ("web_config_file", args.web_config_file),
         )
         if value is not None
     }
@@ -123,7 +132,8 @@ def _replay_source(args: argparse.Namespace, settings: Any) -> int:
     exporter = _exporter(OfflineExporter, settings)
     exporter.http.start()
     print(
-        f"metrics on http://{settings.metrics_host}:{exporter.http.port}/metrics", file=sys.stderr
+        f"metrics on {exporter.http.scheme}://{settings.metrics_host}:{exporter.http.port}/metrics",
+        file=sys.stderr,
     )
     try:
         output = open_output(args.out, (args.source,)) if args.out else nullcontext(None)

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.errors import KafkaError
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
 
 from exporter import __version__
 from exporter.checks.store import ChunkStore
@@ -38,6 +38,8 @@ from exporter.pipeline.outcome import DeadLetter
 from exporter.pipeline.reindex import ReindexWatch
 from exporter.records.limits import preview
 from exporter.settings import Settings
+from exporter.web.config import load_web_config
+from exporter.web.heartbeat import Heartbeat
 from exporter.web.server import MetricsServer
 
 __all__ = ["Exporter"]
@@ -58,7 +60,10 @@ class Exporter:
 
     def __init__(self, settings: Settings, registry: CollectorRegistry | None = None) -> None:
         self.settings = settings
-        self.registry = registry if registry is not None else CollectorRegistry()
+        # auto_describe: a scrape with ?name[]= finds the process collectors' metrics too
+        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
+        for collector in (ProcessCollector, PlatformCollector, GCCollector):
+            collector(registry=self.registry)  # the chunk store's memory, CPU, GC pauses
         # one source for readiness, the problem, the live store, lag and sweep progress: the
         # loops write it, /readyz, /healthz and the state gauges read it
         self.state = ExporterState(problem="starting: connecting to Kafka")
@@ -72,12 +77,15 @@ class Exporter:
             [settings.chunks_topic, settings.answers_topic, settings.control_topic]
         )
         self.policy = settings.policy
+        self.heartbeat = Heartbeat()  # watched once run() starts it beating
         self.http = MetricsServer(
             self.registry,
             lambda: self.state.ready,
             settings.metrics_host,
             settings.metrics_port,
             problem=lambda: self.state.problem,
+            heartbeat=self.heartbeat,
+            web_config=load_web_config(web) if (web := settings.web_config_file) else None,
         )
         self._logged_problem: tuple[str, float] | None = None
 
@@ -99,9 +107,11 @@ class Exporter:
 
     async def run(self, stop: asyncio.Event) -> None:
         self.http.start()
+        beating = asyncio.create_task(self.heartbeat.keep_beating(stop), name="heartbeat")
         log.info(
-            "citation-drift-exporter %s: metrics on http://%s:%d/metrics, Kafka at %s",
+            "citation-drift-exporter %s: metrics on %s://%s:%d/metrics, Kafka at %s",
             __version__,
+            self.http.scheme,
             self.settings.metrics_host,
             self.http.port,
             self.settings.bootstrap_servers,
@@ -109,6 +119,7 @@ class Exporter:
         try:
             await self._with_retries(stop, self._serve)
         finally:
+            beating.cancel()
             self.http.stop()
 
     async def _with_retries(
