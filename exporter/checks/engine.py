@@ -166,9 +166,21 @@ def check_citation(citation: Citation, store: ChunkStore, policy: Policy) -> Ver
                 similarity = 100.0 if matches else None
             else:
                 matches, similarity = text_matches(quote, text, policy.threshold)
-        if matches:
-            return _verdict(
-                citation, Status.OK, Action.KEEP, live_version, source, similarity=similarity
+        if matches:  # the common case, built without _verdict's keyword arguments
+            return Verdict(
+                citation.citation_id,
+                citation.answer_id,
+                citation.doc_id,
+                Status.OK,
+                Action.KEEP,
+                None,
+                None,
+                similarity,
+                citation.doc_version,
+                live_version,
+                None,
+                citation.topic,
+                source,
             )
         failed = FailedCheck.QUOTE_MISMATCH
 

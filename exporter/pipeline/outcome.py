@@ -65,12 +65,13 @@ class DeadLetter:
             yield InvalidCitation(self.error, reason=self.reason)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CheckedCitation:
     """One citation's verdict, where it sat in its answer, and what checking it cost.
 
     ``index`` is the position within an answer event (None for a lone citation); ``seconds``
-    is the inline check time (0 for a citation that could not be decoded).
+    is the inline check time (0 for a citation that could not be decoded). Read-only by
+    convention, not frozen: one is made per citation, and a frozen one costs twice as much.
     """
 
     verdict: Verdict
