@@ -358,6 +358,27 @@ def test_a_sweep_that_failed_is_run_again_and_counts_the_archive_once(
     assert runner.completed == 1 and rig.metrics.state.sweep_running is False
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG exporter/kafka/topic_sweep.py: a sweep counts a partition done by the offset "
+    "after its last record, so one whose last offsets hold no record (a transaction marker, "
+    "written by every transactional producer) never reaches its end offset and never completes",
+)
+def test_a_sweep_of_a_topic_ending_in_a_transaction_marker_completes() -> None:
+    rig = Rig()
+    _archive(rig)
+    rig.broker.append_marker(P0)  # a transactional producer committed
+    runner = rig.sweeps()
+
+    async def scenario() -> None:
+        done = runner.request("test")
+        await _until(lambda: done.done() or sum(c.fetches for c in rig.sweep_consumers) > 50)
+        await runner.stop()
+
+    asyncio.run(scenario())
+    assert runner.completed == 1
+
+
 # -- readiness ---------------------------------------------------------------------------------
 
 
