@@ -15,11 +15,12 @@ What it models:
   listener's ``on_partitions_revoked`` while the old assignment holds (so it may commit), then
   ``on_partitions_assigned``, as aiokafka's eager protocol does, the new assignment starting
   from the group's commits; ``getmany()`` honours positions, ``max_records`` (in total, as
-  aiokafka), the partitions filter and ``fetch_max_records``, lets the loop run (a round trip),
-  and waits up to ``timeout_ms`` (at most :data:`MAX_WAIT_MS`) for an append when there is
-  nothing; a position below the log start is reset to it; ``highwater()`` is known once
-  fetched; ``commit()`` of a partition not assigned raises ``IllegalStateError``, without a
-  group ``IllegalOperation``; :meth:`FakeConsumer.fail_commits` queues errors for commits;
+  aiokafka), the partitions filter and ``fetch_max_records``, fetches partitions in the order
+  assigned, lets the loop run (a round trip), and waits up to ``timeout_ms`` (at most
+  :data:`MAX_WAIT_MS`) for an append when there is nothing; a position below the log start is
+  reset to it; ``highwater()`` is known once fetched; ``commit()`` of a partition not assigned
+  raises ``IllegalStateError``, without a group ``IllegalOperation``, and
+  :meth:`FakeConsumer.fail_commits` queues errors for the next commits;
 - :class:`FakeProducer`: ``send()`` appends and returns a future already resolved to a
   ``RecordMetadata`` (delivered), or failed: the next N sends (:meth:`FakeProducer.fail_next`),
   a topic until healed (:meth:`FakeProducer.fail_topic`), a value above ``max_message_bytes``.
@@ -315,11 +316,9 @@ class FakeProducer:
         self._fail_next: list[KafkaError] = []
         self._failing_topics: dict[str, type[KafkaError]] = {}
 
-    async def start(self) -> None:
-        pass
+    async def start(self) -> None: ...
 
-    async def stop(self) -> None:
-        pass
+    async def stop(self) -> None: ...
 
     def fail_next(self, count: int, error: type[KafkaError] = KafkaTimeoutError) -> None:
         """The next ``count`` sends fail (and write nothing) with ``error``."""
