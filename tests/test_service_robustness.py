@@ -1,6 +1,6 @@
-"""The service's edges under hostile conditions, with fakes of aiokafka's consumer and producer.
+"""The service's edges under hostile conditions, on the in-memory broker of tests/fake_kafka.py.
 
-Each fake keeps the one behaviour of aiokafka the code relies on (named in its docstring); the
+The fake keeps the behaviours of aiokafka the code relies on (named in its docstring); the
 real-broker tests (test_kafka_*.py) check the same paths against Kafka itself.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
-from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +19,11 @@ from aiokafka import TopicPartition
 from aiokafka.errors import (
     CorruptRecordException,
     KafkaConnectionError,
-    MessageSizeTooLargeError,
     SaslAuthenticationFailed,
     UnsupportedCodecError,
 )
 from conftest import chunk_record, store_of
+from fake_kafka import FakeBroker, FakeConsumer, FakeProducer
 from prometheus_client import CollectorRegistry
 
 import exporter.kafka.answers
@@ -42,61 +42,23 @@ from exporter.web.server import MetricsServer
 
 TOPIC = "answers"
 P0, P1 = TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)
+Offset = tuple[TopicPartition, int]
 
 
-@dataclass(frozen=True)
-class Record:
-    topic: str
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes | None
-
-
-class FakeConsumer:
-    """Partitions of records, some unreadable. Like aiokafka, a fetch that reaches an
-    unreadable record raises, and the records it already drained from other partitions in the
-    same call (their positions moved on) are lost to the caller."""
-
-    def __init__(self, logs: dict[TopicPartition, list[bytes]], bad: set[tuple[Any, int]]):
-        self.logs = logs
-        self.bad = bad
-        self.positions = dict.fromkeys(logs, 0)
-        self.commits: list[dict[TopicPartition, int]] = []
-        self.calls = 0
-
-    def assignment(self) -> set[TopicPartition]:
-        return set(self.logs)
-
-    async def getmany(
-        self, *partitions: TopicPartition, timeout_ms: int, max_records: int
-    ) -> dict[TopicPartition, list[Record]]:
-        self.calls += 1
-        out: dict[TopicPartition, list[Record]] = {}
-        for tp in partitions or sorted(self.logs, reverse=True):
-            start = self.positions[tp]
-            end = min(len(self.logs[tp]), start + max_records)
-            if any((tp, offset) in self.bad for offset in range(start, end)):
-                raise UnsupportedCodecError("Libraries for snappy compression codec not found")
-            records = [
-                Record(tp.topic, tp.partition, o, None, self.logs[tp][o]) for o in range(start, end)
-            ]
-            if records:
-                out[tp] = records
-                self.positions[tp] = end
-        return out
-
-    async def position(self, tp: TopicPartition) -> int:
-        return self.positions[tp]
-
-    def seek(self, tp: TopicPartition, offset: int) -> None:
-        self.positions[tp] = offset
-
-    def highwater(self, tp: TopicPartition) -> int:
-        return len(self.logs[tp])
-
-    async def commit(self, offsets: dict[TopicPartition, int]) -> None:
-        self.commits.append(dict(offsets))
+def _consumer(logs: dict[TopicPartition, list[bytes]], bad: Iterable[Offset] = ()) -> FakeConsumer:
+    """A consumer of group "g" assigned the partitions of ``logs``, fetched in that order; the
+    ``bad`` offsets cannot be read (a codec the client lacks)."""
+    broker = FakeBroker()
+    for topic, partitions in ((TOPIC, 2), ("verdicts", 1), ("dlq", 1)):
+        broker.create_topic(topic, partitions)
+    for tp, values in logs.items():
+        for value in values:
+            broker.append(TOPIC, value, partition=tp.partition)
+    for tp, offset in bad:
+        broker.poison(tp, offset)
+    consumer = FakeConsumer(broker, group_id="g")
+    consumer.assign(list(logs))
+    return consumer
 
 
 def _metrics() -> tuple[CollectorRegistry, ExporterMetrics]:
@@ -106,7 +68,7 @@ def _metrics() -> tuple[CollectorRegistry, ExporterMetrics]:
 
 def test_an_unreadable_batch_is_isolated_counted_and_stepped_past() -> None:
     logs = {P0: [b"m%d" % i for i in range(10)], P1: [b"n%d" % i for i in range(3)]}
-    consumer = FakeConsumer(logs, bad={(P0, 5), (P0, 6)})
+    consumer = _consumer(logs, bad={(P0, 5), (P0, 6)})
     registry, metrics = _metrics()
     fetcher = Fetcher(consumer, metrics)
     got = asyncio.run(fetcher.getmany(timeout_ms=10, max_records=100))
@@ -122,8 +84,8 @@ def test_an_unreadable_batch_is_isolated_counted_and_stepped_past() -> None:
 
 def test_records_drained_before_the_error_in_the_same_fetch_are_not_lost() -> None:
     """P1 is drained first, then P0's bad record raises: P1's records must come back."""
-    logs = {P0: [b"m0", b"m1"], P1: [b"n%d" % i for i in range(4)]}
-    consumer = FakeConsumer(logs, bad={(P0, 1)})
+    logs = {P1: [b"n%d" % i for i in range(4)], P0: [b"m0", b"m1"]}
+    consumer = _consumer(logs, bad={(P0, 1)})
     _, metrics = _metrics()
     got = asyncio.run(Fetcher(consumer, metrics).getmany(timeout_ms=10, max_records=100))
     assert [r.offset for r in got[P1]] == [0, 1, 2, 3]
@@ -131,11 +93,12 @@ def test_records_drained_before_the_error_in_the_same_fetch_are_not_lost() -> No
 
 
 def test_a_bad_batch_at_the_end_of_a_partition_is_committed_past() -> None:
-    consumer = FakeConsumer({P0: [_answer(i) for i in range(3)] + [b"bad", b"bad"]}, bad=set())
-    consumer.bad = {(P0, 3), (P0, 4)}
+    consumer = _consumer(
+        {P0: [_answer(i) for i in range(3)] + [b"bad", b"bad"]}, {(P0, 3), (P0, 4)}
+    )
     checker = _checker(consumer)
     assert asyncio.run(checker.poll()) == 3
-    assert consumer.commits[-1] == {P0: 5}, "past the bad batch, or it is read again"
+    assert consumer.broker.committed("g") == {P0: 5}, "past the bad batch, or it is read again"
 
 
 def test_errors_a_retry_can_fix_are_raised_for_the_backoff() -> None:
@@ -145,23 +108,10 @@ def test_errors_a_retry_can_fix_are_raised_for_the_backoff() -> None:
     assert unreadable_reason(ValueError("garbled batch")) == "undecodable"
 
 
-class FakeProducer:
-    """Sends are futures; a value above ``limit`` bytes is refused by the 'broker'."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.sent: list[tuple[str, bytes | None, bytes | None, list[Any]]] = []
-
-    async def send(
-        self, topic: str, value: bytes | None, key: bytes | None = None, headers: Any = None
-    ) -> asyncio.Future[Any]:
-        self.sent.append((topic, value, key, list(headers or [])))
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        if value is not None and len(value) > self.limit:
-            future.set_exception(MessageSizeTooLargeError())
-        else:
-            future.set_result(None)
-        return future
+def _dlq(max_message_bytes: int = 1_048_588) -> tuple[FakeBroker, Publisher]:
+    broker = FakeBroker(max_message_bytes=max_message_bytes)
+    broker.create_topic("dlq")
+    return broker, Publisher(FakeProducer(broker), "verdicts", "dlq")
 
 
 def _letter(size: int) -> DeadLetter:
@@ -169,31 +119,28 @@ def _letter(size: int) -> DeadLetter:
 
 
 def test_a_dead_letter_refused_as_too_large_goes_again_cut_to_its_head() -> None:
-    producer = FakeProducer(limit=100_000)
+    broker, publisher = _dlq(max_message_bytes=100_000)
 
     async def run() -> None:
-        publisher = Publisher(producer, "verdicts", "dlq")  # type: ignore[arg-type]
         await publisher.delivered([await publisher.dead_letter(_letter(300_000))])
 
     asyncio.run(run())
-    first, again = producer.sent
-    assert first[1] is not None and len(first[1]) == 300_000
-    assert again[1] == b"v" * 1024
-    headers = dict(again[3])
+    [again] = broker.records("dlq")  # the whole value was refused
+    assert again.value == b"v" * 1024
+    headers = dict(again.headers)
     assert headers["value_truncated"] == b"300000" and headers["source_offset"] == b"41"
 
 
 def test_dead_letter_values_are_bounded_before_sending() -> None:
-    producer = FakeProducer(limit=10**9)
+    broker, publisher = _dlq()
 
     async def run() -> None:
-        publisher = Publisher(producer, "verdicts", "dlq")  # type: ignore[arg-type]
         await publisher.delivered([await publisher.dead_letter(_letter(2_000_000))])
 
     asyncio.run(run())
-    [(_, value, _, headers)] = producer.sent
-    assert value is not None and len(value) == MAX_DEAD_LETTER_VALUE
-    assert dict(headers)["value_truncated"] == b"2000000"
+    [letter] = broker.records("dlq")
+    assert letter.value is not None and len(letter.value) == MAX_DEAD_LETTER_VALUE
+    assert dict(letter.headers)["value_truncated"] == b"2000000"
 
 
 def _answer(index: int) -> bytes:
@@ -222,12 +169,12 @@ def _checker(consumer: FakeConsumer) -> AnswerChecker:
     _, metrics = _metrics()
     store = store_of(chunk_record("d", 0, "The refund window is thirty days."))
     pipeline = SlowPipeline(store, Policy())
-    publisher = Publisher(FakeProducer(limit=10**9), "verdicts", "dlq")  # type: ignore[arg-type]
+    publisher = Publisher(FakeProducer(consumer.broker), "verdicts", "dlq")
     return AnswerChecker(consumer, TOPIC, pipeline=pipeline, metrics=metrics, publisher=publisher)
 
 
 def test_checking_a_batch_lets_the_event_loop_run_heartbeats() -> None:
-    consumer = FakeConsumer({P0: [_answer(i) for i in range(30)]}, bad=set())
+    consumer = _consumer({P0: [_answer(i) for i in range(30)]})
     checker = _checker(consumer)
     beats = 0
 
@@ -250,24 +197,25 @@ def test_checking_a_batch_lets_the_event_loop_run_heartbeats() -> None:
         return checked
 
     assert asyncio.run(run()) == 30
-    assert consumer.commits[-1] == {P0: 30}
+    assert consumer.broker.committed("g") == {P0: 30}
 
 
 def test_a_batch_stops_after_its_time_and_the_rest_is_fetched_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(exporter.kafka.answers, "BATCH_SECONDS", 0.05)
-    consumer = FakeConsumer({P0: [_answer(i) for i in range(40)]}, bad=set())
+    consumer = _consumer({P0: [_answer(i) for i in range(40)]})
     checker = _checker(consumer)
     first = asyncio.run(checker.poll())
     assert 1 <= first < 40
-    assert consumer.positions[P0] == first and consumer.commits[-1] == {P0: first}
+    assert asyncio.run(consumer.position(P0)) == first
+    assert consumer.broker.committed("g") == {P0: first}
     total = first
     for _ in range(100):
         if total == 40:
             break
         total += asyncio.run(checker.poll())
-    assert total == 40 and consumer.commits[-1] == {P0: 40}
+    assert total == 40 and consumer.broker.committed("g") == {P0: 40}
 
 
 # -- why Kafka cannot be reached ------------------------------------------------------------
@@ -582,17 +530,11 @@ def test_a_sasl_mechanism_the_broker_lacks_is_said_plainly() -> None:
     assert sentence == "Kafka at 127.0.0.1:19094 does not offer SASL SCRAM-SHA-512 (sasl_mechanism)"
 
 
-class _NoSuchTopic:
-    async def partitions_for(self, topic: str) -> set[int]:
-        from aiokafka.errors import UnknownTopicOrPartitionError
-
-        raise UnknownTopicOrPartitionError()
-
-
 def test_a_missing_topic_is_named_with_its_setting() -> None:
     from exporter.kafka.clients import topic_partitions
 
     settings = Settings(bootstrap_servers="k1:9092")
     with pytest.raises(RestartRequired) as error:
-        asyncio.run(topic_partitions(_NoSuchTopic(), "rag.chunk", "chunks_topic", settings))  # type: ignore[arg-type]
+        no_topics = FakeProducer(FakeBroker())
+        asyncio.run(topic_partitions(no_topics, "rag.chunk", "chunks_topic", settings))  # type: ignore[arg-type]
     assert str(error.value) == "topic 'rag.chunk' does not exist at k1:9092 (chunks_topic)"
