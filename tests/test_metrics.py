@@ -146,6 +146,10 @@ def test_drift_and_superseded_are_counted_apart() -> None:
     assert value("citation_superseded_failures_total", {"mode": "inline", "source": "acme"}) == 1
     assert value("citation_offset_shift_characters_bucket", {"mode": "inline", "le": "-64.0"}) == 1
     assert value("citation_offset_shift_characters_bucket", {"mode": "inline", "le": "-128.0"}) == 0
+    # as prometheus_client's own Histogram: a _count, and no _sum for values that can be negative
+    assert value("citation_offset_shift_characters_count", {"mode": "inline"}) == 1
+    assert value("citation_offset_shift_characters_sum", {"mode": "inline"}) is None
+    assert value("citation_quote_similarity_ratio_sum", {"mode": "inline"}) == 0.4
     assert value("citation_quote_similarity_ratio_bucket", {"mode": "inline", "le": "0.4"}) == 1
 
 

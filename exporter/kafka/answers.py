@@ -190,5 +190,12 @@ class AnswerChecker:
         except (CommitFailedError, IllegalStateError) as exc:
             # the group moved on: the new owner re-checks from the last commit (at least once)
             log.warning("commit of %s failed, will be re-checked elsewhere: %s", offsets, exc)
+        except KafkaError:
+            if only is not None:
+                # revoked partitions are not ours to commit later: keeping them would make the
+                # next commit name a partition no longer assigned, and fail for the rest
+                for tp in offsets:
+                    self._uncommitted.pop(tp, None)
+            raise
         for tp in offsets:
             self._uncommitted.pop(tp, None)

@@ -182,6 +182,10 @@ class SweepRunner:
                     if time.monotonic() - last_yield > YIELD_SECONDS:
                         await asyncio.sleep(0)  # inline checks and heartbeats go on
                         last_yield = time.monotonic()
+            for tp in remaining:
+                # the position, not the last record: the last offsets may hold no record (a
+                # transaction marker), and a sweep waiting for one would never complete
+                done[tp] = max(done[tp], await consumer.position(tp))
             remaining = {tp for tp in remaining if done[tp] < targets[tp]}
             await self._publisher.delivered(sent)
             self._metrics.record(outcomes)

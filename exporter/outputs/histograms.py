@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from prometheus_client.core import HistogramMetricFamily
 from prometheus_client.registry import Collector, CollectorRegistry
+from prometheus_client.samples import Sample
 from prometheus_client.utils import floatToGoString
 
 __all__ = ["BatchHistogram"]
@@ -98,6 +99,12 @@ class BatchHistogram(Collector):
                 cumulative += count
                 le = floatToGoString(bound)  # type: ignore[no-untyped-call]
                 buckets.append((le, float(cumulative)))
-            # like prometheus_client: no _sum when values can be negative (OpenMetrics forbids it)
-            family.add_metric(list(values), buckets, None if self._signed else total)
+            if not self._signed:
+                family.add_metric(list(values), buckets, total)
+                continue
+            # as prometheus_client's Histogram: _count, but no _sum when values can be negative
+            # (OpenMetrics allows no _sum then; the family helper would drop _count too)
+            family.add_metric(list(values), buckets, None)
+            labels = dict(zip(self._labelnames, values, strict=True))
+            family.samples.append(Sample(f"{self._name}_count", labels, float(cumulative)))
         yield family
