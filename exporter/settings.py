@@ -17,6 +17,8 @@ forever as an unreachable broker.
 from __future__ import annotations
 
 import difflib
+import inspect
+import json
 import os
 import re
 import ssl
@@ -44,7 +46,14 @@ from exporter.errors import SettingsError
 from exporter.records.limits import DEFAULT_LIMITS, Limits
 from exporter.web.config import load_web_config
 
-__all__ = ["ENV_PREFIX", "Settings", "SettingsError", "load_settings", "tls_context"]
+__all__ = [
+    "ENV_PREFIX",
+    "OWN_KAFKA_OPTIONS",
+    "Settings",
+    "SettingsError",
+    "load_settings",
+    "tls_context",
+]
 
 ENV_PREFIX = "CITATION_EXPORTER_"
 CONFIG_FILE_VARIABLE = f"{ENV_PREFIX}CONFIG_FILE"
@@ -55,6 +64,43 @@ _KUBERNETES_SERVICE_LINK = re.compile(
 )
 
 
+# Client options the exporter sets itself, refused in kafka_options, with what to use instead:
+# a second value for one of these would either clash with ours or quietly break a guarantee
+# (offsets committed after delivery, the store read from the start, acks=all).
+OWN_KAFKA_OPTIONS: dict[str, str] = {
+    "bootstrap_servers": "use the bootstrap_servers setting",
+    "client_id": "use the client_id setting",
+    "group_id": "use the group_id setting",
+    "security_protocol": "use the security_protocol setting",
+    "ssl_context": "use ssl_cafile, ssl_certfile and ssl_keyfile",
+    "sasl_mechanism": "use the sasl_mechanism setting",
+    "sasl_plain_username": "use the sasl_username setting",
+    "sasl_plain_password": "use the sasl_password setting",
+    "sasl_kerberos_service_name": "SASL GSSAPI is not supported",
+    "sasl_kerberos_domain_name": "SASL GSSAPI is not supported",
+    "sasl_oauth_token_provider": "SASL OAUTHBEARER is not supported",
+    "max_partition_fetch_bytes": "derived from the max_message_bytes setting",
+    "max_request_size": "derived from the max_message_bytes setting",
+    "enable_auto_commit": "offsets are committed only once a batch's outputs are delivered",
+    "auto_offset_reset": "the chunk store and sweeps read from the earliest offset",
+    "acks": "verdicts and dead letters are sent with acks=all",
+    "linger_ms": "set by the exporter",
+    "max_batch_size": "set by the exporter",
+    "request_timeout_ms": "set by the exporter",
+    # objects and callables no setting can express, and transactions the exporter does not use
+    "topics": "set by the exporter",
+    "loop": "set by the exporter",
+    "key_deserializer": "the exporter reads bytes",
+    "value_deserializer": "the exporter reads bytes",
+    "key_serializer": "the exporter writes bytes",
+    "value_serializer": "the exporter writes bytes",
+    "partitioner": "not expressible as a setting",
+    "partition_assignment_strategy": "not expressible as a setting",
+    "transactional_id": "the exporter does not use transactions",
+}
+_KafkaOptionValue = bool | int | float | str
+
+
 class Settings(BaseSettings):
     """What the exporter connects to, what it reads and writes, and how it judges."""
 
@@ -63,6 +109,8 @@ class Settings(BaseSettings):
     # Kafka
     bootstrap_servers: str = Field("127.0.0.1:9092", min_length=1)
     group_id: str = Field("citation-drift-exporter", min_length=1)
+    # each client adds its role: citation-exporter-answers, -chunks, -control, -producer, ...
+    client_id: str = Field("citation-exporter", min_length=1)
     chunks_topic: str = Field("rag.chunks", min_length=1)
     answers_topic: str = Field("rag.answers", min_length=1)
     verdicts_topic: str = Field("rag.citation-verdicts", min_length=1)
@@ -76,6 +124,8 @@ class Settings(BaseSettings):
     ssl_certfile: Path | None = None
     ssl_keyfile: Path | None = None
     publish_all_verdicts: bool = False
+    # further aiokafka client options, e.g. {"session_timeout_ms": 45000}
+    kafka_options: Annotated[dict[str, _KafkaOptionValue], NoDecode] = Field(default_factory=dict)
 
     # bounds on what one input may cost (see exporter.records.limits)
     max_message_bytes: int = Field(DEFAULT_LIMITS.max_message_bytes, gt=0)
@@ -124,6 +174,48 @@ class Settings(BaseSettings):
         """Accept ``a,b,c`` from an environment variable as well as a list."""
         return comma_separated(value) if isinstance(value, str) else value
 
+    @field_validator("kafka_options", mode="before")
+    @classmethod
+    def _table_of_scalars(cls, value: object) -> object:
+        """A JSON object from the environment variable (a TOML table arrives as a dict), whose
+        values are what a client option can be: a string, a number or a boolean."""
+        if isinstance(value, str):
+            try:
+                value = json.loads(value) if value.strip() else {}
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"is not a JSON object: {exc}") from None
+            if not isinstance(value, dict):
+                raise ValueError(f"is not a JSON object but {type(value).__name__}")
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(item, _KafkaOptionValue):
+                    raise ValueError(
+                        f"'{key}' is {type(item).__name__}, not a string, number or boolean"
+                    )
+        return value
+
+    @field_validator("kafka_options")
+    @classmethod
+    def _options_aiokafka_takes(
+        cls, value: dict[str, _KafkaOptionValue]
+    ) -> dict[str, _KafkaOptionValue]:
+        """Only options some aiokafka client takes, and none the exporter sets itself."""
+        if not value:
+            return value
+        accepted = _aiokafka_options()
+        problems = []
+        for key in value:
+            if key in OWN_KAFKA_OPTIONS:
+                problems.append(f"'{key}' is set by the exporter ({OWN_KAFKA_OPTIONS[key]})")
+            elif key not in accepted:
+                problems.append(
+                    f"'{key}' is no option of aiokafka's clients"
+                    f"{_did_you_mean(key, sorted(accepted - set(OWN_KAFKA_OPTIONS)))}"
+                )
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
+
     @model_validator(mode="after")
     def _security_is_complete(self) -> Settings:
         """SASL needs credentials, and the TLS files must be readable: say so at start-up."""
@@ -168,6 +260,18 @@ class Settings(BaseSettings):
         if settings_cls.model_config.get("toml_file"):
             sources.append(TomlConfigSettingsSource(settings_cls))
         return tuple(sources)
+
+
+def _aiokafka_options() -> set[str]:
+    """Keyword arguments of aiokafka's consumer and producer (imported only when needed: the
+    sweep never imports aiokafka)."""
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer  # noqa: PLC0415
+
+    return {
+        name
+        for client in (AIOKafkaConsumer, AIOKafkaProducer)
+        for name in inspect.signature(client).parameters
+    }
 
 
 def tls_context(settings: Settings) -> ssl.SSLContext:
@@ -215,7 +319,7 @@ def _describe(error: ValidationError) -> str:
         elif not item["loc"]:
             problems.append(item["msg"].removeprefix("Value error, "))
         else:
-            problems.append(f"{name} ({variable}): {item['msg']}")
+            problems.append(f"{name} ({variable}): {item['msg'].removeprefix('Value error, ')}")
     return "invalid settings: " + "; ".join(problems)
 
 

@@ -105,3 +105,72 @@ def test_readme_documents_every_setting() -> None:
     table = readme[readme.index("### Settings") : readme.index("### Metrics")]
     documented = set(re.findall(r"`([a-z_]+)`", table))
     assert set(Settings.model_fields) <= documented
+
+
+# ---------------------------------------------------------------------------- Kafka clients
+
+
+def test_kafka_client_defaults() -> None:
+    settings = load_settings()
+    assert settings.client_id == "citation-exporter"
+    assert settings.kafka_options == {}
+
+
+def test_kafka_options_from_a_json_variable_and_a_toml_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "exporter.toml"
+    config.write_text('[kafka_options]\nsession_timeout_ms = 45000\ncompression_type = "zstd"\n')
+    assert load_settings(config).kafka_options == {
+        "session_timeout_ms": 45000,
+        "compression_type": "zstd",
+    }
+    monkeypatch.setenv(
+        "CITATION_EXPORTER_KAFKA_OPTIONS", '{"check_crcs": false, "metadata_max_age_ms": 60000}'
+    )
+    options = load_settings(config).kafka_options
+    assert options == {"check_crcs": False, "metadata_max_age_ms": 60000}
+    assert type(options["check_crcs"]) is bool and type(options["metadata_max_age_ms"]) is int
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ('{"group_id": "g"}', "'group_id' is set by the exporter (use the group_id setting)"),
+        (
+            '{"sasl_plain_password": "x"}',
+            "'sasl_plain_password' is set by the exporter (use the sasl_password setting)",
+        ),
+        (
+            '{"enable_auto_commit": true}',
+            "'enable_auto_commit' is set by the exporter (offsets are committed only once",
+        ),
+        ('{"acks": 1}', "'acks' is set by the exporter (verdicts and dead letters are sent"),
+        (
+            '{"session_timeout": 1}',
+            "'session_timeout' is no option of aiokafka's clients (did you mean "
+            "session_timeout_ms?)",
+        ),
+        ('{"linger": 5}', "'linger' is no option of aiokafka's clients"),
+        ("[1, 2]", "is not a JSON object but list"),
+        ("{oops", "is not a JSON object"),
+        ('{"retry_backoff_ms": [1]}', "'retry_backoff_ms' is list, not a string, number or"),
+    ],
+)
+def test_kafka_options_refused_are_named(
+    monkeypatch: pytest.MonkeyPatch, options: str, named: str
+) -> None:
+    monkeypatch.setenv("CITATION_EXPORTER_KAFKA_OPTIONS", options)
+    with pytest.raises(SettingsError) as error:
+        load_settings()
+    assert "kafka_options" in str(error.value)
+    assert named in str(error.value)
+
+
+def test_the_linger_ms_refusal_suggests_no_option_it_refuses(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CITATION_EXPORTER_KAFKA_OPTIONS", '{"linger": 5}')
+    with pytest.raises(SettingsError) as error:
+        load_settings()
+    assert "did you mean linger_ms" not in str(error.value)

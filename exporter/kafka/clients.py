@@ -1,8 +1,14 @@
-"""aiokafka clients configured from the settings (addresses and security in one place)."""
+"""aiokafka clients configured from the settings (addresses and security in one place).
+
+Every client is named ``<client_id>-<role>`` (``citation-exporter-answers``, ``-producer``, ...),
+so that broker logs, quotas and ACL audits tell one process's clients apart; the operator's
+``kafka_options`` reach every client whose constructor takes them.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from typing import Any
 
@@ -20,6 +26,8 @@ from exporter.kafka.protocols import Consumer
 from exporter.settings import Settings, tls_context
 
 __all__ = [
+    "client_id",
+    "client_options",
     "close",
     "connection_options",
     "lags",
@@ -56,6 +64,11 @@ async def close(client: Any) -> None:
             raise
 
 
+def client_id(settings: Settings, role: str) -> str:
+    """The name a client gives the broker: the ``client_id`` setting and what the client does."""
+    return f"{settings.client_id}-{role}"
+
+
 def connection_options(settings: Settings) -> dict[str, Any]:
     """bootstrap servers, SSL and SASL options shared by every client."""
     options: dict[str, Any] = {
@@ -71,6 +84,15 @@ def connection_options(settings: Settings) -> dict[str, Any]:
             settings.sasl_password.get_secret_value() if settings.sasl_password else None
         )
     return options
+
+
+def client_options(client: type, settings: Settings, role: str) -> dict[str, Any]:
+    """What every client of type ``client`` is built with: the connection, its name, and those
+    of the operator's ``kafka_options`` its constructor takes (a consumer's fetch tuning does not
+    reach the producer)."""
+    accepted = inspect.signature(client).parameters
+    user = {key: value for key, value in settings.kafka_options.items() if key in accepted}
+    return {**connection_options(settings), "client_id": client_id(settings, role), **user}
 
 
 async def topic_partitions(
@@ -97,9 +119,11 @@ async def topic_partitions(
     return partitions
 
 
-def make_consumer(settings: Settings, **extra: Any) -> AIOKafkaConsumer:
+def make_consumer(settings: Settings, role: str = "consumer", **extra: Any) -> AIOKafkaConsumer:
+    """A consumer that commits only when told to and starts from the earliest offset; ``role``
+    names it to the broker (chunks, answers, control, sweep)."""
     return AIOKafkaConsumer(
-        **connection_options(settings),
+        **client_options(AIOKafkaConsumer, settings, role),
         enable_auto_commit=False,
         auto_offset_reset="earliest",
         max_partition_fetch_bytes=max(1_048_576, settings.max_message_bytes * 2),
@@ -107,9 +131,11 @@ def make_consumer(settings: Settings, **extra: Any) -> AIOKafkaConsumer:
     )
 
 
-def make_producer(settings: Settings) -> AIOKafkaProducer:
+def make_producer(settings: Settings, role: str = "producer") -> AIOKafkaProducer:
+    """The producer of verdicts and dead letters: acks=all, since offsets are committed once
+    they are delivered."""
     return AIOKafkaProducer(
-        **connection_options(settings),
+        **client_options(AIOKafkaProducer, settings, role),
         acks="all",
         linger_ms=5,
         max_batch_size=262_144,

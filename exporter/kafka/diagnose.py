@@ -23,7 +23,7 @@ from aiokafka.errors import (
 )
 from aiokafka.protocol.metadata import MetadataRequest
 
-from exporter.kafka.clients import connection_options
+from exporter.kafka.clients import client_id, connection_options
 from exporter.records.limits import preview
 from exporter.settings import Settings
 
@@ -109,6 +109,7 @@ async def _probe(host: str, port: int, options: dict[str, Any], timeout: float) 
         create_conn(
             host,
             port,
+            client_id=options["client_id"],
             request_timeout_ms=int(timeout * 1000),
             ssl_context=options.get("ssl_context"),
             security_protocol=options["security_protocol"],
@@ -127,7 +128,7 @@ async def _probe(host: str, port: int, options: dict[str, Any], timeout: float) 
 
 async def diagnose(settings: Settings, timeout: float = 10.0) -> str | None:
     """Why no bootstrap server can be used, or None when one of them can."""
-    options = connection_options(settings)
+    options = {**connection_options(settings), "client_id": client_id(settings, "diagnose")}
     problems = []
     for host, port in bootstrap_hosts(settings.bootstrap_servers):
         try:
