@@ -10,13 +10,14 @@ Settings are strict: an invalid value, an unknown key in the file, and an unknow
 mean" for a likely misspelling: a misspelt threshold silently ignored is a monitor that judges
 by the wrong rules). The variables Kubernetes injects for a Service named ``citation-exporter``
 (``CITATION_EXPORTER_SERVICE_HOST``, ``CITATION_EXPORTER_PORT_9877_TCP`` ...) are recognised and
-ignored. TLS files are read at start-up, so an unreadable CA is named there rather than retried
-forever as an unreachable broker.
+ignored. TLS files and the OAUTHBEARER token file are read at start-up, so an unreadable CA is
+named there rather than retried forever as an unreachable broker.
 """
 
 from __future__ import annotations
 
 import difflib
+import importlib
 import inspect
 import json
 import os
@@ -52,6 +53,7 @@ __all__ = [
     "Settings",
     "SettingsError",
     "load_settings",
+    "read_token",
     "tls_context",
 ]
 
@@ -76,9 +78,9 @@ OWN_KAFKA_OPTIONS: dict[str, str] = {
     "sasl_mechanism": "use the sasl_mechanism setting",
     "sasl_plain_username": "use the sasl_username setting",
     "sasl_plain_password": "use the sasl_password setting",
-    "sasl_kerberos_service_name": "SASL GSSAPI is not supported",
-    "sasl_kerberos_domain_name": "SASL GSSAPI is not supported",
-    "sasl_oauth_token_provider": "SASL OAUTHBEARER is not supported",
+    "sasl_kerberos_service_name": "use the sasl_kerberos_service_name setting",
+    "sasl_kerberos_domain_name": "use the sasl_kerberos_domain_name setting",
+    "sasl_oauth_token_provider": "use the sasl_oauth_token_file setting",
     "max_partition_fetch_bytes": "derived from the max_message_bytes setting",
     "max_request_size": "derived from the max_message_bytes setting",
     "enable_auto_commit": "offsets are committed only once a batch's outputs are delivered",
@@ -98,6 +100,7 @@ OWN_KAFKA_OPTIONS: dict[str, str] = {
     "partition_assignment_strategy": "not expressible as a setting",
     "transactional_id": "the exporter does not use transactions",
 }
+_SASL_MECHANISMS_WITH_PASSWORD = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 _KafkaOptionValue = bool | int | float | str
 
 
@@ -117,9 +120,14 @@ class Settings(BaseSettings):
     dlq_topic: str = Field("rag.citation-events.dlq", min_length=1)
     control_topic: str = Field("rag.control", min_length=1)
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
-    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
+    sasl_mechanism: (
+        Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI"] | None
+    ) = None
     sasl_username: str | None = None
     sasl_password: SecretStr | None = None
+    sasl_oauth_token_file: Path | None = None
+    sasl_kerberos_service_name: str = Field("kafka", min_length=1)
+    sasl_kerberos_domain_name: str | None = None
     ssl_cafile: Path | None = None
     ssl_certfile: Path | None = None
     ssl_keyfile: Path | None = None
@@ -154,7 +162,15 @@ class Settings(BaseSettings):
     def _on_the_percent_scale(cls, value: float) -> float:
         return similarity_threshold(value)
 
-    @field_validator("ssl_cafile", "ssl_certfile", "ssl_keyfile", "web_config_file", mode="before")
+    @field_validator(
+        "ssl_cafile",
+        "ssl_certfile",
+        "ssl_keyfile",
+        "web_config_file",
+        "sasl_oauth_token_file",
+        "sasl_kerberos_domain_name",
+        mode="before",
+    )
     @classmethod
     def _empty_is_unset(cls, value: object) -> object:
         """``CITATION_EXPORTER_SSL_CAFILE=`` means no file, not the current directory."""
@@ -218,18 +234,37 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _security_is_complete(self) -> Settings:
-        """SASL needs credentials, and the TLS files must be readable: say so at start-up."""
-        if self.security_protocol.startswith("SASL") and not (
-            self.sasl_username and self.sasl_password
-        ):
-            raise ValueError(
-                f"security_protocol {self.security_protocol} needs sasl_username and sasl_password"
-            )
+        """SASL needs what its mechanism logs in with, and TLS files must be readable: say so at
+        start-up rather than as a broker that cannot be reached."""
+        if self.security_protocol.startswith("SASL"):
+            self._sasl_is_complete()
         if self.ssl_keyfile and not self.ssl_certfile:
             raise ValueError("ssl_keyfile is set but ssl_certfile is not")
         if self.security_protocol in ("SSL", "SASL_SSL"):
             tls_context(self)
         return self
+
+    def _sasl_is_complete(self) -> None:
+        mechanism = self.sasl_mechanism or "PLAIN"
+        if mechanism in _SASL_MECHANISMS_WITH_PASSWORD and not (
+            self.sasl_username and self.sasl_password
+        ):
+            raise ValueError(
+                f"security_protocol {self.security_protocol} with sasl_mechanism {mechanism} "
+                "needs sasl_username and sasl_password"
+            )
+        if mechanism == "OAUTHBEARER":
+            if self.sasl_oauth_token_file is None:
+                raise ValueError("sasl_mechanism OAUTHBEARER needs sasl_oauth_token_file")
+            read_token(self.sasl_oauth_token_file)
+        if mechanism == "GSSAPI":
+            try:
+                importlib.import_module("gssapi")  # what aiokafka imports for GSSAPI
+            except ImportError:
+                raise ValueError(
+                    "sasl_mechanism GSSAPI needs the gssapi package and the system's Kerberos "
+                    "library: pip install 'citation-drift-exporter[gssapi]'"
+                ) from None
 
     @property
     def limits(self) -> Limits:
@@ -260,6 +295,19 @@ class Settings(BaseSettings):
         if settings_cls.model_config.get("toml_file"):
             sources.append(TomlConfigSettingsSource(settings_cls))
         return tuple(sources)
+
+
+def read_token(path: Path) -> str:
+    """The OAUTHBEARER token in ``path``, or a ValueError naming the file."""
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        raise ValueError(f"sasl_oauth_token_file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"sasl_oauth_token_file {path} cannot be read: {exc}") from None
+    if not token:
+        raise ValueError(f"sasl_oauth_token_file {path} is empty")
+    return token
 
 
 def _aiokafka_options() -> set[str]:

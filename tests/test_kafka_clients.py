@@ -1,25 +1,47 @@
 """The Kafka client layer without a broker: what every client is built with (its name, its
-security, the operator's extra options)."""
+security, the operator's extra options), the OAUTHBEARER token file, and what a rejected token
+is called."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
+import os
+import sys
+import time
+import types
+import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import (
+    KafkaConnectionError,
+    SaslAuthenticationFailed,
+    UnknownTopicOrPartitionError,
+)
+from kafka_support import unsecured_jwt
 from pydantic import SecretStr
 
 from exporter.kafka import clients
 from exporter.kafka.clients import (
+    TokenFile,
     client_options,
+    connection_options,
     make_consumer,
     make_producer,
+    topic_partitions,
 )
+from exporter.kafka.diagnose import TokenRejectedError, explain
 from exporter.settings import OWN_KAFKA_OPTIONS, Settings
+
+
+def _jwt(expires: float) -> str:
+    return unsecured_jwt("exporter", expires)
 
 
 def _recording(real: type, calls: list[dict[str, Any]]) -> Callable[..., dict[str, Any]]:
@@ -42,6 +64,13 @@ def built(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     monkeypatch.setattr(clients, "AIOKafkaConsumer", _recording(AIOKafkaConsumer, calls))
     monkeypatch.setattr(clients, "AIOKafkaProducer", _recording(AIOKafkaProducer, calls))
     return calls
+
+
+@pytest.fixture
+def token_file(tmp_path: Path) -> Path:
+    path = tmp_path / "token"
+    path.write_text(_jwt(time.time() + 3600) + "\n")
+    return path
 
 
 # ------------------------------------------------------------------------------- client ids
@@ -92,12 +121,22 @@ def test_kafka_options_reach_every_client_that_takes_them(built: list[Any]) -> N
     assert consumer["enable_auto_commit"] is False and producer["acks"] == "all"
 
 
-@pytest.mark.parametrize("protocol", ["SASL_SSL", "SSL", "PLAINTEXT"])
+@pytest.mark.parametrize("mechanism", ["PLAIN", "OAUTHBEARER", "GSSAPI", None])
 def test_every_option_the_exporter_sets_is_refused_in_kafka_options(
-    built: list[Any], protocol: str
+    built: list[Any], monkeypatch: pytest.MonkeyPatch, token_file: Path, mechanism: str | None
 ) -> None:
     """Else an operator's value would clash with ours (a TypeError at start) or override it."""
-    settings = Settings(security_protocol=protocol, sasl_username="u", sasl_password=SecretStr("p"))
+    monkeypatch.setitem(sys.modules, "gssapi", types.ModuleType("gssapi"))
+    if mechanism is None:
+        settings = Settings(security_protocol="SSL")
+    else:
+        settings = Settings(
+            security_protocol="SASL_SSL",
+            sasl_mechanism=mechanism,
+            sasl_username="u",
+            sasl_password=SecretStr("p"),
+            sasl_oauth_token_file=token_file,
+        )
     make_consumer(settings, "answers", group_id="g")
     make_producer(settings)
     set_by_us = {key for call in built for key in call}
@@ -114,3 +153,125 @@ def test_aiokafka_builds_its_clients_with_the_merged_options() -> None:
         await clients.close(producer)
 
     asyncio.run(build())
+
+
+# ------------------------------------------------------------------------------ SASL options
+
+
+def test_oauthbearer_logs_in_with_the_token_file(token_file: Path) -> None:
+    settings = Settings(
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="OAUTHBEARER",
+        sasl_oauth_token_file=token_file,
+    )
+    options = connection_options(settings)
+    provider = options["sasl_oauth_token_provider"]
+    assert isinstance(provider, TokenFile) and provider.path == token_file
+    assert asyncio.run(provider.token()) == token_file.read_text().strip()
+    assert "sasl_plain_username" not in options and "sasl_plain_password" not in options
+
+
+def test_gssapi_passes_the_kerberos_service(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "gssapi", types.ModuleType("gssapi"))
+    settings = Settings(
+        security_protocol="SASL_SSL",
+        sasl_mechanism="GSSAPI",
+        sasl_kerberos_service_name="kafka-prod",
+        sasl_kerberos_domain_name="kafka.example.com",
+    )
+    options = connection_options(settings)
+    assert options["sasl_mechanism"] == "GSSAPI"
+    assert options["sasl_kerberos_service_name"] == "kafka-prod"
+    assert options["sasl_kerberos_domain_name"] == "kafka.example.com"
+    assert "sasl_plain_password" not in options
+
+
+def _rewrite(path: Path, text: str) -> None:
+    """Write ``text``, with a modification time the token file surely sees as new."""
+    before = path.stat().st_mtime_ns if path.exists() else 0
+    path.write_text(text)
+    os.utime(path, ns=(before + 10**9, before + 10**9))
+
+
+def test_the_token_file_is_read_again_when_it_changes(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "token"
+    path.write_text("first\n")
+    provider = TokenFile(path)
+
+    async def tokens() -> list[str]:
+        seen = [await provider.token(), await provider.token()]
+        _rewrite(path, "second")  # rotated by a sidecar
+        seen.append(await provider.token())
+        _rewrite(path, "")  # caught mid-rotation
+        seen.append(await provider.token())
+        path.unlink()
+        seen.append(await provider.token())
+        _rewrite(path, "third\n")
+        seen.append(await provider.token())
+        return seen
+
+    with caplog.at_level(logging.WARNING, "exporter.kafka.clients"):
+        assert asyncio.run(tokens()) == ["first", "first", "second", "second", "second", "third"]
+    warnings = [r.getMessage() for r in caplog.records]
+    assert warnings == [
+        f"sasl_oauth_token_file {path} is empty; logging in with the token read before",
+        f"sasl_oauth_token_file {path} does not exist; logging in with the token read before",
+    ]
+
+
+def test_a_token_file_never_read_is_a_connection_error(tmp_path: Path) -> None:
+    """A KafkaError: the service retries it and diagnoses it, as it does an outage."""
+    with pytest.raises(KafkaConnectionError, match="does not exist"):
+        asyncio.run(TokenFile(tmp_path / "gone").token())
+
+
+# --------------------------------------------------------------------- a token the broker refuses
+
+
+def _oauth_settings(token: Path) -> Settings:
+    return Settings(
+        bootstrap_servers="127.0.0.1:19096",
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="OAUTHBEARER",
+        sasl_oauth_token_file=token,
+    )
+
+
+def test_an_expired_token_is_named_with_its_expiry(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text(_jwt(1_700_000_000))
+    sentence = explain(TokenRejectedError(), "127.0.0.1", 19096, _oauth_settings(token))
+    assert sentence == (
+        f"Kafka at 127.0.0.1:19096 rejected the OAUTHBEARER token in sasl_oauth_token_file "
+        f"{token}: it expired at 2023-11-14 22:13:20 UTC"
+    )
+
+
+@pytest.mark.parametrize("error", [TokenRejectedError(), SaslAuthenticationFailed("invalid_token")])
+def test_a_rejected_opaque_token_is_named(tmp_path: Path, error: Exception) -> None:
+    token = tmp_path / "token"
+    secret = f"opaque-{uuid.uuid4().hex}"
+    token.write_text(secret)
+    sentence = explain(error, "127.0.0.1", 19096, _oauth_settings(token))
+    assert sentence == (
+        f"Kafka at 127.0.0.1:19096 rejected the OAUTHBEARER token in sasl_oauth_token_file "
+        f"{token} (invalid, expired, or issued for another broker)"
+    )
+    assert secret not in sentence, "the token itself is a secret"
+
+
+class _NoBroker:
+    """A producer whose metadata names no broker, as after a rejected OAUTHBEARER token."""
+
+    client = types.SimpleNamespace(cluster=types.SimpleNamespace(brokers=set))
+
+    async def partitions_for(self, topic: str) -> set[int]:
+        raise UnknownTopicOrPartitionError()
+
+
+def test_no_broker_in_the_metadata_is_a_connection_problem_not_a_missing_topic() -> None:
+    settings = Settings(bootstrap_servers="k1:9092")
+    with pytest.raises(KafkaConnectionError, match="no broker metadata from k1:9092"):
+        asyncio.run(topic_partitions(_NoBroker(), "rag.chunks", "chunks_topic", settings))  # type: ignore[arg-type]

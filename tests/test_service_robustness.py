@@ -11,6 +11,7 @@ import ssl
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
@@ -583,6 +584,9 @@ def test_a_sasl_mechanism_the_broker_lacks_is_said_plainly() -> None:
 
 
 class _NoSuchTopic:
+    # the metadata lists a broker: the topic, not the connection, is missing
+    client = SimpleNamespace(cluster=SimpleNamespace(brokers=lambda: {"broker 1"}))
+
     async def partitions_for(self, topic: str) -> set[int]:
         from aiokafka.errors import UnknownTopicOrPartitionError
 
