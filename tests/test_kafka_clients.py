@@ -1,6 +1,6 @@
 """The Kafka client layer without a broker: what every client is built with (its name, its
-security, the operator's extra options), the OAUTHBEARER token file, and what a rejected token
-is called."""
+security, the operator's extra options), the OAUTHBEARER token file, what a rejected token is
+called, and the Kafka Connect headers of a dead letter."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import asyncio
 import inspect
 import logging
 import os
+import socket
 import sys
 import time
 import types
@@ -37,6 +38,9 @@ from exporter.kafka.clients import (
     topic_partitions,
 )
 from exporter.kafka.diagnose import TokenRejectedError, explain
+from exporter.kafka.publish import CONNECT_STAGES, Publisher
+from exporter.pipeline.outcome import DeadLetter, Origin
+from exporter.records.schema import InvalidCitation
 from exporter.settings import OWN_KAFKA_OPTIONS, Settings
 
 
@@ -275,3 +279,85 @@ def test_no_broker_in_the_metadata_is_a_connection_problem_not_a_missing_topic()
     settings = Settings(bootstrap_servers="k1:9092")
     with pytest.raises(KafkaConnectionError, match="no broker metadata from k1:9092"):
         asyncio.run(topic_partitions(_NoBroker(), "rag.chunks", "chunks_topic", settings))  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- dead letters, Connect-style
+
+
+class _Producer:
+    """Sends succeed; what was sent is kept. ``client_id`` as aiokafka keeps it."""
+
+    def __init__(self, client_id: str | None = "rag-prod-producer") -> None:
+        self.sent: list[tuple[str, bytes | None, bytes | None, list[tuple[str, bytes]]]] = []
+        if client_id is not None:
+            self.client = types.SimpleNamespace(_client_id=client_id)
+
+    async def send(
+        self, topic: str, value: bytes | None, key: bytes | None = None, headers: Any = None
+    ) -> asyncio.Future[Any]:
+        self.sent.append((topic, value, key, list(headers or [])))
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future.set_result(None)
+        return future
+
+
+def _published(letter: DeadLetter, producer: _Producer | None = None) -> list[tuple[str, bytes]]:
+    producer = producer or _Producer()
+
+    async def run() -> None:
+        publisher = Publisher(producer, "verdicts", "dlq")  # type: ignore[arg-type]
+        await publisher.delivered([await publisher.dead_letter(letter)])
+
+    asyncio.run(run())
+    [(topic, _, _, headers)] = producer.sent
+    assert topic == "dlq"
+    return headers
+
+
+def test_a_dead_letter_carries_kafka_connects_error_headers() -> None:
+    letter = DeadLetter(Origin("rag.answers", 3, 1207), b"{oops", b"k", "invalid_json", "bad")
+    headers = _published(letter)
+    ours = [name for name, _ in headers if not name.startswith("__connect.")]
+    assert ours == ["source_topic", "source_partition", "source_offset", "reason", "error"]
+    connect = {name: value for name, value in headers if name.startswith("__connect.")}
+    assert connect == {
+        "__connect.errors.topic": b"rag.answers",
+        "__connect.errors.partition": b"3",
+        "__connect.errors.offset": b"1207",
+        "__connect.errors.connector.name": b"rag-prod-producer",
+        "__connect.errors.task.id": socket.gethostname().encode(),
+        "__connect.errors.stage": b"VALUE_CONVERTER",
+        "__connect.errors.class.name": b"exporter.records.decode",
+        "__connect.errors.exception.class.name": b"exporter.errors.InvalidJson",
+        "__connect.errors.exception.message": b"bad",
+    }
+
+
+def test_a_check_that_raised_is_a_task_put_failure_naming_the_exception() -> None:
+    letter = DeadLetter(
+        Origin("rag.answers", 0, 5),
+        b"{}",
+        None,
+        "check_failed",
+        "2 invalid citations: #0: checking failed: ZeroDivisionError: division by zero; #1: x",
+        citations=(InvalidCitation("x", index=0, reason="check_failed"),),
+    )
+    connect = dict(_published(letter))
+    assert connect["__connect.errors.stage"] == b"TASK_PUT"
+    assert connect["__connect.errors.class.name"] == b"exporter.pipeline"
+    assert connect["__connect.errors.exception.class.name"] == b"ZeroDivisionError"
+    assert connect["invalid_citations"] == b"1" and connect["citation_indexes"] == b"0"
+
+
+@pytest.mark.parametrize("reason", sorted(CONNECT_STAGES))
+def test_every_reason_has_a_connect_stage(reason: str) -> None:
+    letter = DeadLetter(Origin("t", 0, 0), b"v", None, reason, "e" * 5000)
+    connect = dict(_published(letter))
+    assert connect["__connect.errors.stage"] == CONNECT_STAGES[reason].encode()
+    assert len(connect["__connect.errors.exception.message"]) == 1024, "bounded like error"
+
+
+def test_without_a_client_id_the_connector_is_the_default_one() -> None:
+    letter = DeadLetter(Origin("t", 0, 0), b"v", None, "empty", "no value")
+    connect = dict(_published(letter, _Producer(client_id=None)))
+    assert connect["__connect.errors.connector.name"] == b"citation-exporter"
