@@ -5,15 +5,22 @@ ARG PYTHON_VERSION=3.11
 
 FROM python:${PYTHON_VERSION}-slim AS build
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY exporter ./exporter
 RUN python -m venv /opt/venv \
     && /opt/venv/bin/pip install --no-cache-dir --upgrade pip \
     && /opt/venv/bin/pip install --no-cache-dir .
 
 FROM python:${PYTHON_VERSION}-slim AS runtime
+# version: the package's (pyproject.toml); tests/test_packaging.py holds the two together
 LABEL org.opencontainers.image.title="citation-drift-exporter" \
-      org.opencontainers.image.description="Prometheus exporter that checks RAG citations against the live document store"
+      org.opencontainers.image.description="Prometheus exporter that checks RAG citations against the live document store" \
+      org.opencontainers.image.version="0.1.0" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.source="https://github.com/citation-drift-exporter/citation-drift-exporter" \
+      org.opencontainers.image.url="https://github.com/citation-drift-exporter/citation-drift-exporter" \
+      org.opencontainers.image.documentation="https://github.com/citation-drift-exporter/citation-drift-exporter/blob/main/README.md" \
+      org.opencontainers.image.vendor="citation-drift-exporter"
 RUN groupadd --system --gid 10001 exporter \
     && useradd --system --uid 10001 --gid exporter --no-create-home --shell /usr/sbin/nologin exporter
 COPY --from=build /opt/venv /opt/venv

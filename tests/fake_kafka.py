@@ -38,6 +38,7 @@ import asyncio
 import logging
 import zlib
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from types import SimpleNamespace
 from typing import TypeAlias
 
 from aiokafka import ConsumerRebalanceListener, TopicPartition
@@ -315,6 +316,8 @@ class FakeProducer:
         self.broker = broker
         self._fail_next: list[KafkaError] = []
         self._failing_topics: dict[str, type[KafkaError]] = {}
+        # what topic_partitions reads to tell a missing topic from a broker that lists none
+        self.client = SimpleNamespace(cluster=SimpleNamespace(brokers=lambda: {"fake broker"}))
 
     async def start(self) -> None: ...
 

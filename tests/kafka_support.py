@@ -8,6 +8,7 @@ its own, so tests never see each other's messages.
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
 import signal
 import socket
@@ -191,6 +192,15 @@ def answer_messages(path: Path) -> list[tuple[bytes | None, bytes | None]]:
 
 def expected_verdicts(path: Path) -> list[dict[str, Any]]:
     return [orjson.loads(line) for line in path.read_bytes().splitlines()]
+
+
+def unsecured_jwt(subject: str, expires: float) -> str:
+    """An unsigned JWT (``alg`` none), which Kafka's development OAUTHBEARER validator takes."""
+
+    def part(claims: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(orjson.dumps(claims)).rstrip(b"=").decode()
+
+    return f"{part({'alg': 'none'})}.{part({'sub': subject, 'exp': int(expires)})}."
 
 
 def free_port() -> int:

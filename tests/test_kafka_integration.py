@@ -53,6 +53,22 @@ def _sweep_verdicts(scenario: dict[str, Path]) -> list[dict[str, Any]]:
     return [orjson.loads(line) for line in out.getvalue().splitlines()]
 
 
+def _has_connect_headers(headers: dict[str, bytes], connector: bytes) -> None:
+    """The same as our own headers, and more, under Kafka Connect's names."""
+    assert headers["__connect.errors.topic"] == headers["source_topic"]
+    assert headers["__connect.errors.partition"] == headers["source_partition"]
+    assert headers["__connect.errors.offset"] == headers["source_offset"]
+    assert headers["__connect.errors.exception.message"] == headers["error"]
+    assert headers["__connect.errors.connector.name"] == connector
+    assert headers["__connect.errors.task.id"]
+    # the scenario's bad lines are malformed records
+    assert headers["__connect.errors.stage"] == b"VALUE_CONVERTER"
+    assert headers["__connect.errors.exception.class.name"] in {
+        b"exporter.errors.InvalidJson",
+        b"exporter.errors.RecordError",
+    }
+
+
 def test_scenario_through_kafka_gives_exact_counters_and_verdicts(
     bootstrap: str, scenario: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -62,7 +78,7 @@ def test_scenario_through_kafka_gives_exact_counters_and_verdicts(
     expected = expected_verdicts(scenario["expected"])
     statuses = Counter(e["status"] for e in expected)
 
-    exporter = ExporterProcess(bootstrap, topics, tmp_path / "exporter.log")
+    exporter = ExporterProcess(bootstrap, topics, tmp_path / "exporter.log", client_id="it")
     try:
         exporter.wait_ready()
         exporter.wait_for("citation_exporter_events_total", answers, topic=topics.answers)
@@ -105,6 +121,7 @@ def test_scenario_through_kafka_gives_exact_counters_and_verdicts(
         headers = dict(letter.headers)
         assert headers["source_topic"].decode() == topics.answers
         assert int(headers["source_offset"]) >= 0 and headers["error"]
+        _has_connect_headers(headers, connector=b"it-producer")
 
     lags = [
         value

@@ -1,9 +1,10 @@
-"""The exporter over SASL_SSL and mutual TLS against a real broker, and what it says when the
-password, the CA or the client certificate is wrong: one log line naming the cause, /readyz 503
-and /healthz saying why, no exit, and the password nowhere to be seen.
+"""The exporter over SASL_SSL, mutual TLS and SASL OAUTHBEARER against a real broker, and what
+it says when the password, the CA, the client certificate or the token is wrong: one log line
+naming the cause, /readyz 503 and /healthz saying why, no exit, and the secret nowhere to be seen.
 
 The listeners are those ``scripts/kafka-local start`` opens (SASL_SSL with SCRAM-SHA-512 on
-KAFKA_PORT+2, TLS with required client certificates on KAFKA_PORT+3); an external broker
+KAFKA_PORT+2, TLS with required client certificates on KAFKA_PORT+3, SASL_PLAINTEXT with
+OAUTHBEARER and Kafka's validator of unsecured JWTs on KAFKA_PORT+4); an external broker
 (``CITATION_KAFKA_BOOTSTRAP``) has none of them, so these tests skip there.
 """
 
@@ -35,6 +36,7 @@ from kafka_support import (
     free_port,
     produce,
     total,
+    unsecured_jwt,
 )
 
 from exporter.simulate.files import write_scenario
@@ -63,6 +65,7 @@ class Security:
     sasl_mechanism: str
     sasl_username: str
     sasl_password: str
+    oauthbearer_bootstrap: str
 
     def sasl_ssl(self, **changes: str) -> dict[str, str]:
         """Exporter settings for the SASL_SSL listener (``changes`` override them)."""
@@ -81,6 +84,14 @@ class Security:
         if client_certificate:
             settings |= {"ssl_certfile": self.client_cert, "ssl_keyfile": self.client_key}
         return settings
+
+    def oauthbearer(self, token_file: Path) -> dict[str, str]:
+        """Exporter settings for the OAUTHBEARER listener, logging in with ``token_file``."""
+        return {
+            "security_protocol": "SASL_PLAINTEXT",
+            "sasl_mechanism": "OAUTHBEARER",
+            "sasl_oauth_token_file": str(token_file),
+        }
 
 
 @pytest.fixture(scope="module")
@@ -109,6 +120,7 @@ def security(bootstrap: str) -> Security:
         sasl_mechanism=values["SASL_MECHANISM"],
         sasl_username=values["SASL_USERNAME"],
         sasl_password=Path(values["SASL_PASSWORD_FILE"]).read_text().strip(),
+        oauthbearer_bootstrap=values["OAUTHBEARER_BOOTSTRAP"],
     )
 
 
@@ -149,7 +161,7 @@ def _own_errors(log: Path) -> list[str]:
 # ------------------------------------------------------------------------------- happy paths
 
 
-@pytest.mark.parametrize("listener", ["sasl_ssl", "mtls"])
+@pytest.mark.parametrize("listener", ["sasl_ssl", "mtls", "oauthbearer"])
 def test_the_exporter_consumes_and_produces_over_a_secured_listener(
     bootstrap: str,
     security: Security,
@@ -167,8 +179,12 @@ def test_the_exporter_consumes_and_produces_over_a_secured_listener(
 
     if listener == "sasl_ssl":
         address, settings = security.sasl_ssl_bootstrap, security.sasl_ssl()
-    else:
+    elif listener == "mtls":
         address, settings = security.mtls_bootstrap, security.mtls()
+    else:
+        token = tmp_path / "token"
+        token.write_text(unsecured_jwt("exporter", time.time() + 3600) + "\n")
+        address, settings = security.oauthbearer_bootstrap, security.oauthbearer(token)
     log = tmp_path / "exporter.log"
     exporter = ExporterProcess(address, topics, log, **settings)
     try:
@@ -318,6 +334,64 @@ def test_a_security_misconfiguration_is_named_once_and_never_ends_the_process(
             ("/healthz", health_body),
         ):
             assert secret not in seen_text, f"a password in {where}"
+
+
+def _rotate(token_file: Path, token: str) -> None:
+    """Replace the token as a sidecar does: a new file renamed over the old one."""
+    fresh = token_file.with_suffix(".new")
+    fresh.write_text(token + "\n")
+    os.replace(fresh, token_file)
+
+
+def test_an_expired_oauthbearer_token_is_named_and_a_rotated_one_is_used_without_a_restart(
+    bootstrap: str, security: Security, scenario: dict[str, Path], tmp_path: Path
+) -> None:
+    topics = create_topics(bootstrap)
+    produce(bootstrap, topics.chunks, chunk_messages(scenario["chunks"]))
+    produce(bootstrap, topics.answers, answer_messages(scenario["citations"]))
+    expected = expected_verdicts(scenario["expected"])
+    expired_at = int(time.time()) - 3600
+    expired, fresh = (
+        unsecured_jwt("exporter", expired_at),
+        unsecured_jwt("exporter", time.time() + 3600),
+    )
+    token_file = tmp_path / "token"
+    token_file.write_text(expired + "\n")
+    address = security.oauthbearer_bootstrap
+    sentence = (
+        f"Kafka at {address} rejected the OAUTHBEARER token in sasl_oauth_token_file "
+        f"{token_file}: it expired at "
+        f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(expired_at))} UTC"
+    )
+    log = tmp_path / "exporter.log"
+
+    exporter = ExporterProcess(address, topics, log, **security.oauthbearer(token_file))
+    try:
+        # Kafka's refusal reaches aiokafka as metadata without brokers: the topic lookup waits
+        # out its 15 s request timeout before the diagnosis runs
+        deadline = time.monotonic() + 60
+        readiness = (0, "")
+        while time.monotonic() < deadline and sentence not in readiness[1]:
+            assert exporter.process.poll() is None, log.read_text()
+            with contextlib.suppress(urllib.error.URLError, ConnectionError):
+                readiness = _get(exporter.port, "/readyz")
+            time.sleep(0.5)
+        assert readiness == (503, f"not ready: {sentence}\n")
+        assert _own_errors(log) == [sentence + STILL_RETRYING]
+
+        _rotate(token_file, fresh)
+        exporter.wait_ready(seconds=60)
+        exporter.wait_for("citation_checks_total", len(expected), 45, mode="inline")
+    finally:
+        assert exporter.stop() == 0
+
+    records = _log_records(log)
+    starts = [m for _, logger, m in records if "metrics on http://" in m]
+    assert len(starts) == 1, "the same process, not a restart, picked up the new token"
+    text = log.read_text(errors="replace")
+    assert "Traceback" not in text
+    for token in (expired, fresh):
+        assert token not in text, "a token in the log"
 
 
 # ---------------------------------------------------------------------------- no broker needed

@@ -1,14 +1,26 @@
 """The container, the local stack and the Kubernetes rendering, checked without a Docker engine
-(none runs here): by parsing them and holding them to the exporter's own settings."""
+(none runs here): by parsing them and holding them to the exporter's own settings. The package's
+metadata (license, links, classifiers) is checked in pyproject.toml, in the image's labels and
+in a wheel and sdist built for real."""
 
 from __future__ import annotations
 
+import email
 import json
+import shutil
+import subprocess
+import sys
+import tarfile
+import tomllib
+import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 from dockerfile_parse import DockerfileParser
+from trove_classifiers import classifiers as known_classifiers
+from trove_classifiers import deprecated_classifiers
 
 from exporter import alerting as config
 from exporter.defaults import DEFAULT_METRICS_PORT
@@ -147,3 +159,116 @@ def test_prometheus_rule_resource_equals_the_plain_rule_file() -> None:
     assert resource["apiVersion"] == "monitoring.coreos.com/v1"
     assert resource["kind"] == "PrometheusRule"
     assert resource["spec"] == plain
+
+
+# ------------------------------------------------------------------ package metadata and image
+
+
+@pytest.fixture(scope="module")
+def project() -> dict[str, Any]:
+    table: dict[str, Any] = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    return table
+
+
+def test_the_license_is_apache_2_in_full(project: dict[str, Any]) -> None:
+    text = (REPO / "LICENSE").read_text()
+    assert text.split()[:4] == ["Apache", "License", "Version", "2.0,"]
+    assert "END OF TERMS AND CONDITIONS" in text
+    assert "9. Accepting Warranty or Additional Liability." in text
+    assert project["license"] == "Apache-2.0", "an SPDX expression (PEP 639)"
+    assert project["license-files"] == ["LICENSE"]
+
+
+def test_classifiers_are_known_and_leave_the_license_to_its_expression(
+    project: dict[str, Any],
+) -> None:
+    listed = project["classifiers"]
+    assert listed and set(listed) <= known_classifiers
+    assert not set(listed) & set(deprecated_classifiers)
+    # setuptools>=77 refuses a License classifier beside a license expression
+    assert not [c for c in listed if c.startswith("License ::")]
+    assert "Topic :: System :: Monitoring" in listed
+    assert any(c.startswith("Development Status ::") for c in listed)
+
+
+def test_project_urls_point_where_the_runbooks_do(project: dict[str, Any]) -> None:
+    urls = project["urls"]
+    assert set(urls) == {"Homepage", "Documentation", "Issues", "Source"}
+    repository = config.RUNBOOK_BASE.split("/blob/")[0]
+    assert urls["Source"] == urls["Homepage"] == repository
+    assert urls["Issues"] == f"{repository}/issues"
+    assert urls["Documentation"] == config.RUNBOOK_BASE
+
+
+def test_gssapi_is_an_optional_extra(project: dict[str, Any]) -> None:
+    assert not [d for d in project["dependencies"] if "gssapi" in d]
+    [extra] = project["optional-dependencies"]["gssapi"]
+    assert extra.startswith("aiokafka[gssapi]")
+
+
+def test_the_image_is_labelled_like_the_package(
+    dockerfile: DockerfileParser, project: dict[str, Any]
+) -> None:
+    labels = dockerfile.labels
+    oci = "org.opencontainers.image."
+    assert labels[oci + "title"] == project["name"]
+    assert labels[oci + "description"]
+    assert labels[oci + "version"] == project["version"]
+    assert labels[oci + "licenses"] == project["license"]
+    assert labels[oci + "source"] == project["urls"]["Source"]
+    assert labels[oci + "url"] == project["urls"]["Homepage"]
+    assert labels[oci + "documentation"] == project["urls"]["Documentation"]
+    assert labels[oci + "vendor"]
+    # the build stage has the license file the package metadata names
+    copies = " ".join(str(i["value"]) for i in _instructions(dockerfile, "COPY"))
+    assert "LICENSE" in copies.split()
+
+
+@pytest.fixture(scope="module")
+def distributions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A wheel and an sdist built by ``python -m build`` from a copy of the sources (a build
+    leaves an egg-info behind, which must not land in the work tree)."""
+    source = tmp_path_factory.mktemp("source")
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(REPO / name, source / name)
+    shutil.copytree(
+        REPO / "exporter", source / "exporter", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    out = tmp_path_factory.mktemp("dist")
+    done = subprocess.run(
+        [sys.executable, "-m", "build", "--outdir", str(out), str(source)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    [wheel] = out.glob("*.whl")
+    [sdist] = out.glob("*.tar.gz")
+    return {"wheel": wheel, "sdist": sdist}
+
+
+@pytest.mark.slow
+def test_the_wheel_carries_the_license_and_the_links(
+    distributions: dict[str, Path], project: dict[str, Any]
+) -> None:
+    with zipfile.ZipFile(distributions["wheel"]) as wheel:
+        names = wheel.namelist()
+        [metadata_name] = [n for n in names if n.endswith(".dist-info/METADATA")]
+        metadata = email.message_from_bytes(wheel.read(metadata_name))
+        [license_name] = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+        assert wheel.read(license_name) == (REPO / "LICENSE").read_bytes()
+    assert metadata["License-Expression"] == "Apache-2.0"
+    assert metadata.get_all("License-File") == ["LICENSE"]
+    links = dict(link.split(", ", 1) for link in metadata.get_all("Project-URL"))
+    assert links == project["urls"]
+    assert set(metadata.get_all("Classifier")) == set(project["classifiers"])
+
+
+@pytest.mark.slow
+def test_the_sdist_carries_the_license(distributions: dict[str, Path]) -> None:
+    with tarfile.open(distributions["sdist"]) as sdist:
+        [license_member] = [m for m in sdist.getmembers() if m.name.endswith("/LICENSE")]
+        extracted = sdist.extractfile(license_member)
+        assert extracted is not None
+        assert extracted.read() == (REPO / "LICENSE").read_bytes()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -105,3 +107,135 @@ def test_readme_documents_every_setting() -> None:
     table = readme[readme.index("### Settings") : readme.index("### Metrics")]
     documented = set(re.findall(r"`([a-z_]+)`", table))
     assert set(Settings.model_fields) <= documented
+
+
+# ------------------------------------------------------------------ clients and SASL mechanisms
+
+
+def test_kafka_client_defaults() -> None:
+    settings = load_settings()
+    assert settings.client_id == "citation-exporter"
+    assert settings.kafka_options == {}
+    assert settings.sasl_kerberos_service_name == "kafka"
+    assert settings.sasl_kerberos_domain_name is None
+    assert settings.sasl_oauth_token_file is None
+
+
+@pytest.mark.parametrize("mechanism", [None, "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_password_mechanisms_need_a_username_and_password(mechanism: str | None) -> None:
+    with pytest.raises(SettingsError) as error:
+        load_settings(security_protocol="SASL_PLAINTEXT", sasl_mechanism=mechanism)
+    assert f"sasl_mechanism {mechanism or 'PLAIN'} needs sasl_username and sasl_password" in str(
+        error.value
+    )
+
+
+def test_oauthbearer_needs_a_token_file_and_no_password(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.\n")
+    settings = load_settings(
+        security_protocol="SASL_SSL", sasl_mechanism="OAUTHBEARER", sasl_oauth_token_file=token
+    )
+    assert settings.sasl_oauth_token_file == token
+    with pytest.raises(
+        SettingsError, match="sasl_mechanism OAUTHBEARER needs sasl_oauth_token_file"
+    ):
+        load_settings(security_protocol="SASL_SSL", sasl_mechanism="OAUTHBEARER")
+
+
+@pytest.mark.parametrize(("content", "problem"), [(None, "does not exist"), (" \n", "is empty")])
+def test_an_unusable_token_file_is_named_at_start_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str | None, problem: str
+) -> None:
+    token = tmp_path / "token"
+    if content is not None:
+        token.write_text(content)
+    monkeypatch.setenv("CITATION_EXPORTER_SECURITY_PROTOCOL", "SASL_PLAINTEXT")
+    monkeypatch.setenv("CITATION_EXPORTER_SASL_MECHANISM", "OAUTHBEARER")
+    monkeypatch.setenv("CITATION_EXPORTER_SASL_OAUTH_TOKEN_FILE", str(token))
+    with pytest.raises(SettingsError) as error:
+        load_settings()
+    assert str(error.value) == f"invalid settings: sasl_oauth_token_file {token} {problem}"
+
+
+def test_gssapi_without_its_library_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "gssapi", None)  # as where it is not installed
+    with pytest.raises(SettingsError) as error:
+        load_settings(security_protocol="SASL_PLAINTEXT", sasl_mechanism="GSSAPI")
+    assert str(error.value) == (
+        "invalid settings: sasl_mechanism GSSAPI needs the gssapi package and the system's "
+        "Kerberos library: pip install 'citation-drift-exporter[gssapi]'"
+    )
+
+
+def test_gssapi_where_its_library_is_present(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "gssapi", types.ModuleType("gssapi"))
+    settings = load_settings(
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="GSSAPI",
+        sasl_kerberos_domain_name="kafka.example.com",
+    )
+    assert (settings.sasl_kerberos_service_name, settings.sasl_kerberos_domain_name) == (
+        "kafka",
+        "kafka.example.com",
+    )
+
+
+def test_kafka_options_from_a_json_variable_and_a_toml_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "exporter.toml"
+    config.write_text('[kafka_options]\nsession_timeout_ms = 45000\ncompression_type = "zstd"\n')
+    assert load_settings(config).kafka_options == {
+        "session_timeout_ms": 45000,
+        "compression_type": "zstd",
+    }
+    monkeypatch.setenv(
+        "CITATION_EXPORTER_KAFKA_OPTIONS", '{"check_crcs": false, "metadata_max_age_ms": 60000}'
+    )
+    options = load_settings(config).kafka_options
+    assert options == {"check_crcs": False, "metadata_max_age_ms": 60000}
+    assert type(options["check_crcs"]) is bool and type(options["metadata_max_age_ms"]) is int
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ('{"group_id": "g"}', "'group_id' is set by the exporter (use the group_id setting)"),
+        (
+            '{"sasl_plain_password": "x"}',
+            "'sasl_plain_password' is set by the exporter (use the sasl_password setting)",
+        ),
+        (
+            '{"enable_auto_commit": true}',
+            "'enable_auto_commit' is set by the exporter (offsets are committed only once",
+        ),
+        ('{"acks": 1}', "'acks' is set by the exporter (verdicts and dead letters are sent"),
+        (
+            '{"session_timeout": 1}',
+            "'session_timeout' is no option of aiokafka's clients (did you mean "
+            "session_timeout_ms?)",
+        ),
+        ('{"linger": 5}', "'linger' is no option of aiokafka's clients"),
+        ("[1, 2]", "is not a JSON object but list"),
+        ("{oops", "is not a JSON object"),
+        ('{"retry_backoff_ms": [1]}', "'retry_backoff_ms' is list, not a string, number or"),
+    ],
+)
+def test_kafka_options_refused_are_named(
+    monkeypatch: pytest.MonkeyPatch, options: str, named: str
+) -> None:
+    monkeypatch.setenv("CITATION_EXPORTER_KAFKA_OPTIONS", options)
+    with pytest.raises(SettingsError) as error:
+        load_settings()
+    assert "kafka_options" in str(error.value)
+    assert named in str(error.value)
+
+
+def test_the_linger_ms_refusal_suggests_no_option_it_refuses(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CITATION_EXPORTER_KAFKA_OPTIONS", '{"linger": 5}')
+    with pytest.raises(SettingsError) as error:
+        load_settings()
+    assert "did you mean linger_ms" not in str(error.value)

@@ -1,14 +1,23 @@
-"""aiokafka clients configured from the settings (addresses and security in one place)."""
+"""aiokafka clients configured from the settings (addresses and security in one place).
+
+Every client is named ``<client_id>-<role>`` (``citation-exporter-answers``, ``-producer``, ...),
+so that broker logs, quotas and ACL audits tell one process's clients apart; the operator's
+``kafka_options`` reach every client whose constructor takes them.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
+from pathlib import Path
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.abc import AbstractTokenProvider
 from aiokafka.errors import (
     IllegalStateError,
+    KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
     TopicAuthorizationFailedError,
@@ -17,9 +26,12 @@ from aiokafka.errors import (
 
 from exporter.errors import RestartRequired
 from exporter.kafka.protocols import Consumer
-from exporter.settings import Settings, tls_context
+from exporter.settings import Settings, read_token, tls_context
 
 __all__ = [
+    "TokenFile",
+    "client_id",
+    "client_options",
     "close",
     "connection_options",
     "lags",
@@ -56,6 +68,48 @@ async def close(client: Any) -> None:
             raise
 
 
+class TokenFile(AbstractTokenProvider):  # type: ignore[misc]  # aiokafka is untyped
+    """The OAUTHBEARER token in a file, read again whenever the file changes.
+
+    A sidecar (or a projected Kubernetes token) rotates the file; each new connection then logs
+    in with the current token, without a restart. A file caught empty or missing in the middle
+    of a rotation keeps the token read before (start-up has already checked it was there).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._seen: tuple[int, int, int] | None = None
+        self._token: str | None = None
+
+    async def token(self) -> str:
+        seen = self._stamp()
+        if seen is not None and seen == self._seen and self._token is not None:
+            return self._token
+        try:
+            token = read_token(self.path)
+        except ValueError as exc:
+            if self._token is None:
+                # a KafkaError, so the service retries and diagnoses it like an outage
+                raise KafkaConnectionError(str(exc)) from None
+            log.warning("%s; logging in with the token read before", exc)
+            return self._token
+        self._token, self._seen = token, seen
+        return token
+
+    def _stamp(self) -> tuple[int, int, int] | None:
+        """What changes when the file is replaced or rewritten (None: it is not there)."""
+        try:
+            stat = self.path.stat()
+        except OSError:
+            return None
+        return (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+
+
+def client_id(settings: Settings, role: str) -> str:
+    """The name a client gives the broker: the ``client_id`` setting and what the client does."""
+    return f"{settings.client_id}-{role}"
+
+
 def connection_options(settings: Settings) -> dict[str, Any]:
     """bootstrap servers, SSL and SASL options shared by every client."""
     options: dict[str, Any] = {
@@ -65,12 +119,30 @@ def connection_options(settings: Settings) -> dict[str, Any]:
     if settings.security_protocol in ("SSL", "SASL_SSL"):
         options["ssl_context"] = tls_context(settings)
     if settings.security_protocol.startswith("SASL"):
-        options["sasl_mechanism"] = settings.sasl_mechanism or "PLAIN"
-        options["sasl_plain_username"] = settings.sasl_username
-        options["sasl_plain_password"] = (
-            settings.sasl_password.get_secret_value() if settings.sasl_password else None
-        )
+        mechanism = settings.sasl_mechanism or "PLAIN"
+        options["sasl_mechanism"] = mechanism
+        if mechanism == "OAUTHBEARER":
+            if settings.sasl_oauth_token_file is None:  # the settings refuse this
+                raise ValueError("sasl_mechanism OAUTHBEARER needs sasl_oauth_token_file")
+            options["sasl_oauth_token_provider"] = TokenFile(settings.sasl_oauth_token_file)
+        elif mechanism == "GSSAPI":
+            options["sasl_kerberos_service_name"] = settings.sasl_kerberos_service_name
+            options["sasl_kerberos_domain_name"] = settings.sasl_kerberos_domain_name
+        else:
+            options["sasl_plain_username"] = settings.sasl_username
+            options["sasl_plain_password"] = (
+                settings.sasl_password.get_secret_value() if settings.sasl_password else None
+            )
     return options
+
+
+def client_options(client: type, settings: Settings, role: str) -> dict[str, Any]:
+    """What every client of type ``client`` is built with: the connection, its name, and those
+    of the operator's ``kafka_options`` its constructor takes (a consumer's fetch tuning does not
+    reach the producer)."""
+    accepted = inspect.signature(client).parameters
+    user = {key: value for key, value in settings.kafka_options.items() if key in accepted}
+    return {**connection_options(settings), "client_id": client_id(settings, role), **user}
 
 
 async def topic_partitions(
@@ -80,7 +152,7 @@ async def topic_partitions(
 
     The producer's metadata lookup is aiokafka's public way to list them; for a topic that does
     not exist it raises UnknownTopicOrPartitionError (or times out), which says neither which
-    topic nor which setting.
+    topic nor which setting. No partitions while no broker is known is a connection problem.
     """
     try:
         partitions: set[int] | None = await producer.partitions_for(topic)
@@ -90,6 +162,10 @@ async def topic_partitions(
         ) from None
     except (UnknownTopicOrPartitionError, KafkaTimeoutError):
         partitions = None
+    if not partitions and not producer.client.cluster.brokers():
+        # the metadata named no broker, so the connection, not the topic, is the problem (a
+        # rejected OAUTHBEARER token looks like this): a KafkaError has the service diagnose it
+        raise KafkaConnectionError(f"no broker metadata from {settings.bootstrap_servers}")
     if not partitions:
         raise RestartRequired(
             f"topic {topic!r} does not exist at {settings.bootstrap_servers} ({setting})"
@@ -97,9 +173,11 @@ async def topic_partitions(
     return partitions
 
 
-def make_consumer(settings: Settings, **extra: Any) -> AIOKafkaConsumer:
+def make_consumer(settings: Settings, role: str = "consumer", **extra: Any) -> AIOKafkaConsumer:
+    """A consumer that commits only when told to and starts from the earliest offset; ``role``
+    names it to the broker (chunks, answers, control, sweep)."""
     return AIOKafkaConsumer(
-        **connection_options(settings),
+        **client_options(AIOKafkaConsumer, settings, role),
         enable_auto_commit=False,
         auto_offset_reset="earliest",
         max_partition_fetch_bytes=max(1_048_576, settings.max_message_bytes * 2),
@@ -107,9 +185,11 @@ def make_consumer(settings: Settings, **extra: Any) -> AIOKafkaConsumer:
     )
 
 
-def make_producer(settings: Settings) -> AIOKafkaProducer:
+def make_producer(settings: Settings, role: str = "producer") -> AIOKafkaProducer:
+    """The producer of verdicts and dead letters: acks=all, since offsets are committed once
+    they are delivered."""
     return AIOKafkaProducer(
-        **connection_options(settings),
+        **client_options(AIOKafkaProducer, settings, role),
         acks="all",
         linger_ms=5,
         max_batch_size=262_144,

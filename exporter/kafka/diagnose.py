@@ -6,15 +6,23 @@ client certificate and a TLS client talking to a plaintext port then all look al
 like an outage that a retry will fix. So on a failure we connect to each bootstrap server once
 more, as the clients do (TLS, then SASL), with aiokafka's own connection, and turn the first
 error into a sentence that names the setting to look at. Secrets never appear in it.
+
+A rejected OAUTHBEARER token needs a closer look: Kafka answers it with an error challenge that
+aiokafka takes for success, and then refuses the next request with an empty metadata response
+(no broker lists no broker, itself included) before hanging up.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import socket
 import ssl
+import time
+from pathlib import Path
 from typing import Any
 
+import orjson
 from aiokafka.conn import create_conn
 from aiokafka.errors import (
     KafkaConnectionError,
@@ -23,7 +31,7 @@ from aiokafka.errors import (
 )
 from aiokafka.protocol.metadata import MetadataRequest
 
-from exporter.kafka.clients import connection_options
+from exporter.kafka.clients import client_id, connection_options
 from exporter.records.limits import preview
 from exporter.settings import Settings
 
@@ -42,6 +50,33 @@ def bootstrap_hosts(servers: str) -> list[tuple[str, int]]:
     return hosts
 
 
+class TokenRejectedError(Exception):
+    """The broker refused the OAUTHBEARER token (seen as an empty metadata response)."""
+
+
+def token_expiry(path: Path | None) -> float | None:
+    """The ``exp`` claim of the JWT in ``path`` (None for an opaque token or an unreadable
+    file): enough to tell an expired token from one the broker does not accept."""
+    try:
+        payload = (path.read_text(encoding="utf-8") if path else "").strip().split(".")[1]
+        claims = orjson.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    except (OSError, IndexError, ValueError):  # not base64, not JSON, not UTF-8
+        return None
+    expiry = claims.get("exp") if isinstance(claims, dict) else None
+    return float(expiry) if isinstance(expiry, int | float) else None
+
+
+def _rejected_token(where: str, settings: Settings) -> str:
+    path = settings.sasl_oauth_token_file
+    said = f"{where} rejected the OAUTHBEARER token in sasl_oauth_token_file {path}"
+    expiry = token_expiry(path)
+    if expiry is not None and expiry <= time.time():
+        return (
+            f"{said}: it expired at {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(expiry))} UTC"
+        )
+    return f"{said} (invalid, expired, or issued for another broker)"
+
+
 def _tls_alert(exc: BaseException) -> ssl.SSLError | None:
     """The TLS error behind ``exc``, which aiokafka wraps in a connection error."""
     seen: BaseException | None = exc
@@ -56,6 +91,18 @@ def explain(exc: BaseException, host: str, port: int, settings: Settings) -> str
     """One sentence on why connecting to ``host:port`` failed, naming the setting to check."""
     where = f"Kafka at {host}:{port}"
     protocol = settings.security_protocol
+    mechanism = settings.sasl_mechanism or "PLAIN"
+    if isinstance(exc, TokenRejectedError) or (
+        isinstance(exc, SaslAuthenticationFailed) and mechanism == "OAUTHBEARER"
+    ):
+        return _rejected_token(where, settings)
+    if isinstance(exc, SaslAuthenticationFailed) and mechanism == "GSSAPI":
+        return (
+            f"{where} rejected the SASL GSSAPI login: check the Kerberos ticket or keytab and "
+            f"the service principal {settings.sasl_kerberos_service_name}@"
+            f"{settings.sasl_kerberos_domain_name or host} (sasl_kerberos_service_name, "
+            "sasl_kerberos_domain_name)"
+        )
     if isinstance(exc, SaslAuthenticationFailed):
         return (
             f"{where} rejected the SASL {settings.sasl_mechanism or 'PLAIN'} login of user "
@@ -109,25 +156,31 @@ async def _probe(host: str, port: int, options: dict[str, Any], timeout: float) 
         create_conn(
             host,
             port,
+            client_id=options["client_id"],
             request_timeout_ms=int(timeout * 1000),
             ssl_context=options.get("ssl_context"),
             security_protocol=options["security_protocol"],
             sasl_mechanism=options.get("sasl_mechanism"),
             sasl_plain_username=options.get("sasl_plain_username"),
             sasl_plain_password=options.get("sasl_plain_password"),
+            sasl_kerberos_service_name=options.get("sasl_kerberos_service_name", "kafka"),
+            sasl_kerberos_domain_name=options.get("sasl_kerberos_domain_name"),
+            sasl_oauth_token_provider=options.get("sasl_oauth_token_provider"),
         ),
         timeout,
     )
     try:
         # a listener that expects SASL lets the version handshake through, then hangs up
-        await asyncio.wait_for(connection.send(MetadataRequest([])), timeout)
+        response = await asyncio.wait_for(connection.send(MetadataRequest([])), timeout)
     finally:
         connection.close()
+    if not response.brokers and options.get("sasl_mechanism") == "OAUTHBEARER":
+        raise TokenRejectedError  # see the module's docstring
 
 
 async def diagnose(settings: Settings, timeout: float = 10.0) -> str | None:
     """Why no bootstrap server can be used, or None when one of them can."""
-    options = connection_options(settings)
+    options = {**connection_options(settings), "client_id": client_id(settings, "diagnose")}
     problems = []
     for host, port in bootstrap_hosts(settings.bootstrap_servers):
         try:

@@ -20,7 +20,7 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
-from exporter.kafka.clients import close, connection_options
+from exporter.kafka.clients import client_options, close
 from exporter.records.chunk_messages import chunk_message
 from exporter.settings import Settings
 
@@ -71,7 +71,7 @@ class ProducePlan:
 
 async def create_topics(settings: Settings, partitions: int) -> None:
     """Create the exporter's topics (the chunk topic compacted); existing ones are kept."""
-    admin = AIOKafkaAdminClient(**connection_options(settings))
+    admin = AIOKafkaAdminClient(**client_options(AIOKafkaAdminClient, settings, "admin"))
     try:
         await admin.start()
         topics = [
@@ -120,7 +120,9 @@ async def produce_scenario(
     settings: Settings, plan: ProducePlan, *, rate: float, sweep_after: bool
 ) -> dict[str, int]:
     """Send the three phases; returns counts of what was sent."""
-    producer = AIOKafkaProducer(**connection_options(settings), acks="all", linger_ms=10)
+    producer = AIOKafkaProducer(
+        **client_options(AIOKafkaProducer, settings, "produce"), acks="all", linger_ms=10
+    )
     half = len(plan.answers) // 2
     try:
         await producer.start()

@@ -6,21 +6,29 @@ dead-letter topic. Values above :data:`MAX_DEAD_LETTER_VALUE` are cut to their h
 ``value_truncated`` gives the original size; the whole message stays on its source topic at the
 offset the headers name), and a dead letter the broker still refuses as too large is sent again
 with only the first kilobyte.
+
+Each dead letter also carries Kafka Connect's error headers (``__connect.errors.*``, as written
+by Connect's DeadLetterQueueReporter), so tools made for Connect's dead-letter queues read ours.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
+import socket
 from collections.abc import Awaitable
 from typing import Any
 
 from aiokafka.errors import MessageSizeTooLargeError, RecordTooLargeError
 
 from exporter.checks.verdict import Verdict
+from exporter.errors import InvalidJson, RecordError
 from exporter.kafka.protocols import Producer
 from exporter.outputs.verdicts import verdict_json
 from exporter.pipeline.outcome import DeadLetter, Origin, Outcome
+from exporter.records import decode
+from exporter.settings import Settings
 
 __all__ = ["MAX_DEAD_LETTER_VALUE", "Publisher"]
 
@@ -34,22 +42,72 @@ _MAX_KEY = 4096
 # Citation indexes listed in a header (all of them are counted in invalid_citations).
 _MAX_INDEXES_LISTED = 100
 _TOO_LARGE = (MessageSizeTooLargeError, RecordTooLargeError)
+_MAX_ERROR = 1024
+
+# Kafka Connect's Stage of each reason: a record that never became a valid input failed where a
+# Connect sink's value converter would have (decoding, the record contract, the size limits);
+# a check that raised failed in the task's own work, as SinkTask.put would.
+CONNECT_STAGES = {
+    "invalid_json": "VALUE_CONVERTER",
+    "invalid_record": "VALUE_CONVERTER",
+    "oversized": "VALUE_CONVERTER",
+    "empty": "VALUE_CONVERTER",
+    "check_failed": "TASK_PUT",
+}
+# Where Connect names the converter or task class, the module that judged the record.
+_CONNECT_EXECUTING = {"VALUE_CONVERTER": decode.__name__, "TASK_PUT": "exporter.pipeline"}
+# exporter.records.limits.failure(): "handling failed: KeyError: ..."
+_RAISED = re.compile(r"\bfailed: ([A-Za-z_][\w.]*): ")
 
 
-def _headers(letter: DeadLetter) -> list[tuple[str, bytes]]:
+def _qualified(error: type[Exception]) -> str:
+    return f"{error.__module__}.{error.__qualname__}"
+
+
+def _connect_headers(letter: DeadLetter, connector: str, task: str) -> list[tuple[str, bytes]]:
+    """Kafka Connect's names and formats (DeadLetterQueueReporter.populateContextHeaders), with
+    the exception class of a check that raised, or the decoder's InvalidJson or RecordError."""
+    stage = CONNECT_STAGES.get(letter.reason, "TASK_PUT")
+    if stage == "TASK_PUT":
+        raised = _RAISED.search(letter.error)
+        exception = raised.group(1) if raised else "Exception"
+    else:
+        exception = _qualified(InvalidJson if letter.reason == "invalid_json" else RecordError)
+    prefix = "__connect.errors."
+    return [
+        (prefix + "topic", letter.origin.topic.encode()),
+        (prefix + "partition", str(letter.origin.partition).encode()),
+        (prefix + "offset", str(letter.origin.offset).encode()),
+        (prefix + "connector.name", connector.encode()),
+        (prefix + "task.id", task.encode()),
+        (prefix + "stage", stage.encode()),
+        (prefix + "class.name", _CONNECT_EXECUTING[stage].encode()),
+        (prefix + "exception.class.name", exception.encode()),
+        (prefix + "exception.message", letter.error.encode()[:_MAX_ERROR]),
+    ]
+
+
+def _headers(letter: DeadLetter, connector: str, task: str) -> list[tuple[str, bytes]]:
     headers = [
         ("source_topic", letter.origin.topic.encode()),
         ("source_partition", str(letter.origin.partition).encode()),
         ("source_offset", str(letter.origin.offset).encode()),
         ("reason", letter.reason.encode()),
-        ("error", letter.error.encode()[:1024]),
+        ("error", letter.error.encode()[:_MAX_ERROR]),
     ]
     if letter.citations:
         headers.append(("invalid_citations", str(len(letter.citations)).encode()))
         indexes = letter.indexes[:_MAX_INDEXES_LISTED]
         if indexes:
             headers.append(("citation_indexes", ",".join(map(str, indexes)).encode()))
-    return headers
+    return headers + _connect_headers(letter, connector, task)
+
+
+def _client_id(producer: Producer) -> str:
+    """The producer's client id: aiokafka keeps it on its client only, and a stand-in producer
+    may have none (then the setting's default)."""
+    name = getattr(getattr(producer, "client", None), "_client_id", None)
+    return name if isinstance(name, str) else str(Settings.model_fields["client_id"].default)
 
 
 class Publisher:
@@ -59,6 +117,10 @@ class Publisher:
         self._producer = producer
         self._verdicts_topic = verdicts_topic
         self._dlq_topic = dlq_topic
+        # Connect's connector and task: the producer's client id and the host (a pod's name),
+        # which tells the instances of one consumer group apart
+        self._connector = _client_id(producer)
+        self._task = socket.gethostname()
 
     async def verdict(self, verdict: Verdict, origin: Origin, mode: str) -> asyncio.Future[Any]:
         value = verdict_json(
@@ -73,7 +135,7 @@ class Publisher:
         return sent
 
     async def dead_letter(self, letter: DeadLetter) -> Awaitable[Any]:
-        headers = _headers(letter)
+        headers = _headers(letter, self._connector, self._task)
         value = letter.value
         original = letter.truncated_from
         if value is not None and len(value) > MAX_DEAD_LETTER_VALUE:
