@@ -285,12 +285,10 @@ def test_no_broker_in_the_metadata_is_a_connection_problem_not_a_missing_topic()
 
 
 class _Producer:
-    """Sends succeed; what was sent is kept. ``client_id`` as aiokafka keeps it."""
+    """Sends succeed; what was sent is kept."""
 
-    def __init__(self, client_id: str | None = "rag-prod-producer") -> None:
+    def __init__(self) -> None:
         self.sent: list[tuple[str, bytes | None, bytes | None, list[tuple[str, bytes]]]] = []
-        if client_id is not None:
-            self.client = types.SimpleNamespace(_client_id=client_id)
 
     async def send(
         self, topic: str, value: bytes | None, key: bytes | None = None, headers: Any = None
@@ -301,11 +299,12 @@ class _Producer:
         return future
 
 
-def _published(letter: DeadLetter, producer: _Producer | None = None) -> list[tuple[str, bytes]]:
-    producer = producer or _Producer()
+def _published(letter: DeadLetter, connector: str | None = "rag-prod") -> list[tuple[str, bytes]]:
+    producer = _Producer()
 
     async def run() -> None:
-        publisher = Publisher(producer, "verdicts", "dlq")  # type: ignore[arg-type]
+        named = {} if connector is None else {"connector": connector}
+        publisher = Publisher(producer, "verdicts", "dlq", **named)  # type: ignore[arg-type]
         await publisher.delivered([await publisher.dead_letter(letter)])
 
     asyncio.run(run())
@@ -324,7 +323,7 @@ def test_a_dead_letter_carries_kafka_connects_error_headers() -> None:
         "__connect.errors.topic": b"rag.answers",
         "__connect.errors.partition": b"3",
         "__connect.errors.offset": b"1207",
-        "__connect.errors.connector.name": b"rag-prod-producer",
+        "__connect.errors.connector.name": b"rag-prod",
         "__connect.errors.task.id": socket.gethostname().encode(),
         "__connect.errors.stage": b"VALUE_CONVERTER",
         "__connect.errors.class.name": b"exporter.records.decode",
@@ -359,5 +358,5 @@ def test_every_reason_has_a_connect_stage(reason: str) -> None:
 
 def test_without_a_client_id_the_connector_is_the_default_one() -> None:
     letter = DeadLetter(Origin("t", 0, 0), b"v", None, "empty", "no value")
-    connect = dict(_published(letter, _Producer(client_id=None)))
+    connect = dict(_published(letter, connector=None))
     assert connect["__connect.errors.connector.name"] == b"citation-exporter"

@@ -121,7 +121,7 @@ def test_scenario_through_kafka_gives_exact_counters_and_verdicts(
         headers = dict(letter.headers)
         assert headers["source_topic"].decode() == topics.answers
         assert int(headers["source_offset"]) >= 0 and headers["error"]
-        _has_connect_headers(headers, connector=b"it-producer")
+        _has_connect_headers(headers, connector=b"it")
 
     lags = [
         value

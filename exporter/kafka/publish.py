@@ -28,7 +28,6 @@ from exporter.kafka.protocols import Producer
 from exporter.outputs.verdicts import verdict_json
 from exporter.pipeline.outcome import DeadLetter, Origin, Outcome
 from exporter.records import decode
-from exporter.settings import Settings
 
 __all__ = ["MAX_DEAD_LETTER_VALUE", "Publisher"]
 
@@ -103,23 +102,23 @@ def _headers(letter: DeadLetter, connector: str, task: str) -> list[tuple[str, b
     return headers + _connect_headers(letter, connector, task)
 
 
-def _client_id(producer: Producer) -> str:
-    """The producer's client id: aiokafka keeps it on its client only, and a stand-in producer
-    may have none (then the setting's default)."""
-    name = getattr(getattr(producer, "client", None), "_client_id", None)
-    return name if isinstance(name, str) else str(Settings.model_fields["client_id"].default)
-
-
 class Publisher:
     """Sends outputs; ``await delivered(sent)`` raises if any of them failed."""
 
-    def __init__(self, producer: Producer, verdicts_topic: str, dlq_topic: str) -> None:
+    def __init__(
+        self,
+        producer: Producer,
+        verdicts_topic: str,
+        dlq_topic: str,
+        *,
+        connector: str = "citation-exporter",
+    ) -> None:
         self._producer = producer
         self._verdicts_topic = verdicts_topic
         self._dlq_topic = dlq_topic
-        # Connect's connector and task: the producer's client id and the host (a pod's name),
+        # Connect's connector and task: the exporter's client id and the host (a pod's name),
         # which tells the instances of one consumer group apart
-        self._connector = _client_id(producer)
+        self._connector = connector
         self._task = socket.gethostname()
 
     async def verdict(self, verdict: Verdict, origin: Origin, mode: str) -> asyncio.Future[Any]:

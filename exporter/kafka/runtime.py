@@ -151,9 +151,11 @@ class Exporter:
         # deleted chunks behind
         store = self.state.store = ChunkStore()
         producer = make_producer(settings)
-        chunk_consumer = make_consumer(settings)
-        answer_consumer = make_consumer(settings, group_id=settings.group_id)
-        control_consumer = make_consumer(settings, group_id=f"{settings.group_id}.control")
+        chunk_consumer = make_consumer(settings, "chunks")
+        answer_consumer = make_consumer(settings, "answers", group_id=settings.group_id)
+        control_consumer = make_consumer(
+            settings, "control", group_id=f"{settings.group_id}.control"
+        )
         # every client is stopped at the end, started or not: one that failed to start
         # still holds a connection pool, and warns "Unclosed" when collected
         clients: list[AIOKafkaProducer | AIOKafkaConsumer] = [
@@ -163,7 +165,9 @@ class Exporter:
             control_consumer,
         ]
         background: list[asyncio.Task[None]] = []
-        publisher = Publisher(producer, settings.verdicts_topic, settings.dlq_topic)
+        publisher = Publisher(
+            producer, settings.verdicts_topic, settings.dlq_topic, connector=settings.client_id
+        )
         watch = ReindexWatch(
             settings.sweep_quiet_seconds,
             on_new_chunker=lambda _: setattr(self.state, "last_chunker_change", time.time()),
@@ -175,7 +179,7 @@ class Exporter:
             watch=watch,
         )
         sweeps = SweepRunner(
-            lambda: make_consumer(settings),
+            lambda: make_consumer(settings, "sweep"),
             settings.answers_topic,
             lambda: topic_partitions(producer, settings.answers_topic, "answers_topic", settings),
             pipeline=lambda: pipeline,
