@@ -18,6 +18,7 @@ from typing import NoReturn
 from exporter import __version__
 from exporter.cli import demo, produce, run, simulate, sweep
 from exporter.cli.common import EXIT_CODES, EXIT_INTERNAL, EXIT_USAGE, UsageError
+from exporter.memory import tune_collector
 
 __all__ = ["main"]
 
@@ -71,6 +72,7 @@ def _flush_stdout() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status."""
     args = _build_parser().parse_args(argv)
+    tune_collector()
     try:
         status = _COMMANDS[args.command](args)
         _flush_stdout()

@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     if args.source:
         return _replay_source(args, settings)
 
-    exporter = _exporter(Exporter, settings)
+    exporter = _exporter(lambda s: Exporter(s, freeze_store=True), settings)
 
     async def serve() -> None:
         stop = asyncio.Event()

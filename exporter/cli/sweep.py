@@ -30,6 +30,7 @@ from exporter.cli.common import (
 )
 from exporter.defaults import DEFAULT_HIGH_SEVERITY_TOPICS, DEFAULT_THRESHOLD
 from exporter.file_sweep import load_store, run_sweep
+from exporter.memory import freeze_long_lived
 from exporter.outputs.report import SweepSummary
 from exporter.records.jsonl import (
     InputError,
@@ -199,6 +200,7 @@ def run(args: argparse.Namespace) -> int:
             store = load_store(chunks, summary, limits=limits)
         except InputError as exc:
             raise UsageError(f"cannot read --chunks {exc}") from None
+        freeze_long_lived()  # before the workers fork: they share the store, untouched
         try:
             output = open_output(args.out, (chunks, citations)) if args.out else nullcontext(None)
             with output as out, _progress_bar(citations, not args.no_progress) as progress:

@@ -31,6 +31,7 @@ from exporter.kafka.control import ControlListener
 from exporter.kafka.diagnose import diagnose
 from exporter.kafka.publish import Publisher
 from exporter.kafka.topic_sweep import SweepRunner
+from exporter.memory import freeze_long_lived
 from exporter.outputs.metrics import ExporterMetrics, SourceLabels
 from exporter.outputs.state import ExporterState
 from exporter.pipeline.core import Pipeline
@@ -58,8 +59,17 @@ _PROBLEM_REMINDER_SECONDS = 300.0
 class Exporter:
     """One exporter process. ``await run(stop)`` until ``stop`` is set."""
 
-    def __init__(self, settings: Settings, registry: CollectorRegistry | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        registry: CollectorRegistry | None = None,
+        *,
+        freeze_store: bool = False,
+    ) -> None:
+        """``freeze_store``: once loaded, hide the store from the cyclic garbage collector
+        (:mod:`exporter.memory`); for the process that runs one exporter, not for tests."""
         self.settings = settings
+        self._freeze_store = freeze_store
         # auto_describe: a scrape with ?name[]= finds the process collectors' metrics too
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
         for collector in (ProcessCollector, PlatformCollector, GCCollector):
@@ -203,6 +213,8 @@ class Exporter:
                 return
             self.state.ready = True
             self._logged_problem = None  # a problem from now on is news
+            if self._freeze_store:
+                freeze_long_lived()
             watch.arm()
             for client in (answer_consumer, control_consumer):
                 await client.start()
