@@ -470,7 +470,7 @@ def test_the_exporter_is_ready_once_the_store_caught_up_and_not_after_it_stopped
         key, value = _chunk("doc", ordinal)
         broker.append(settings.chunks_topic, value, key, partition=ordinal % 2)
 
-    def make_consumer(_: Settings, group_id: str | None = None) -> FakeConsumer:
+    def make_consumer(_: Settings, role: str, group_id: str | None = None) -> FakeConsumer:
         return FakeConsumer(broker, group_id=group_id, fetch_max_records=1)
 
     async def no_problem(_: Settings) -> None:
