@@ -8,17 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
-
-from exporter import __version__
 from exporter.checks.store import ChunkStore
-from exporter.outputs.metrics import ExporterMetrics, SourceLabels
 from exporter.outputs.state import ExporterState
 from exporter.pipeline.core import Pipeline
 from exporter.pipeline.outcome import Outcome
 from exporter.settings import Settings
-from exporter.web.config import load_web_config
-from exporter.web.server import MetricsServer
+from exporter.web.exposition import expose
 
 __all__ = ["OfflineExporter"]
 
@@ -30,27 +25,11 @@ class OfflineExporter:
     """
 
     def __init__(self, settings: Settings) -> None:
-        self.registry = CollectorRegistry(auto_describe=True)  # as the Kafka runtime's
-        for collector in (ProcessCollector, PlatformCollector, GCCollector):
-            collector(registry=self.registry)
         store = ChunkStore()
         self.state = ExporterState(ready=True, store=store)
-        self.metrics = ExporterMetrics(
-            self.registry,
-            SourceLabels(settings.sources, settings.max_sources),
-            __version__,
-            self.state,
-        )
-        self.metrics.initialise_topics([settings.chunks_topic, settings.answers_topic])
+        exposed = expose(settings, self.state, [settings.chunks_topic, settings.answers_topic])
+        self.registry, self.metrics, self.http = exposed.registry, exposed.metrics, exposed.http
         self.pipeline = Pipeline(store, settings.policy, publish_all=settings.publish_all_verdicts)
-        self.http = MetricsServer(
-            self.registry,
-            lambda: self.state.ready,
-            settings.metrics_host,
-            settings.metrics_port,
-            problem=lambda: self.state.problem,
-            web_config=load_web_config(web) if (web := settings.web_config_file) else None,
-        )
 
     def record(self, outcomes: Sequence[Outcome]) -> None:
         self.metrics.record(outcomes)

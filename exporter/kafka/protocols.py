@@ -15,22 +15,9 @@ from typing import Any, Protocol
 
 from aiokafka import ConsumerRebalanceListener, TopicPartition
 
+from exporter.pipeline.core import Record
+
 __all__ = ["Consumer", "Producer", "Record"]
-
-
-class Record(Protocol):
-    """A consumed record (aiokafka's ``ConsumerRecord``)."""
-
-    @property
-    def topic(self) -> str: ...
-    @property
-    def partition(self) -> int: ...
-    @property
-    def offset(self) -> int: ...
-    @property
-    def key(self) -> bytes | None: ...
-    @property
-    def value(self) -> bytes | None: ...
 
 
 class Consumer(Protocol):

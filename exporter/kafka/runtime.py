@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.errors import KafkaError
-from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
+from prometheus_client import CollectorRegistry
 
 from exporter import __version__
 from exporter.checks.store import ChunkStore
@@ -32,16 +32,14 @@ from exporter.kafka.diagnose import diagnose
 from exporter.kafka.publish import Publisher
 from exporter.kafka.topic_sweep import SweepRunner
 from exporter.memory import freeze_long_lived
-from exporter.outputs.metrics import ExporterMetrics, SourceLabels
 from exporter.outputs.state import ExporterState
 from exporter.pipeline.core import Pipeline
 from exporter.pipeline.outcome import DeadLetter
 from exporter.pipeline.reindex import ReindexWatch
 from exporter.records.limits import preview
 from exporter.settings import Settings
-from exporter.web.config import load_web_config
+from exporter.web.exposition import expose
 from exporter.web.heartbeat import Heartbeat
-from exporter.web.server import MetricsServer
 
 __all__ = ["Exporter"]
 
@@ -70,33 +68,14 @@ class Exporter:
         (:mod:`exporter.memory`); for the process that runs one exporter, not for tests."""
         self.settings = settings
         self._freeze_store = freeze_store
-        # auto_describe: a scrape with ?name[]= finds the process collectors' metrics too
-        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
-        for collector in (ProcessCollector, PlatformCollector, GCCollector):
-            collector(registry=self.registry)  # the chunk store's memory, CPU, GC pauses
         # one source for readiness, the problem, the live store, lag and sweep progress: the
         # loops write it, /readyz, /healthz and the state gauges read it
         self.state = ExporterState(problem="starting: connecting to Kafka")
-        self.metrics = ExporterMetrics(
-            self.registry,
-            SourceLabels(settings.sources, settings.max_sources),
-            __version__,
-            self.state,
-        )
-        self.metrics.initialise_topics(
-            [settings.chunks_topic, settings.answers_topic, settings.control_topic]
-        )
         self.policy = settings.policy
         self.heartbeat = Heartbeat()  # watched once run() starts it beating
-        self.http = MetricsServer(
-            self.registry,
-            lambda: self.state.ready,
-            settings.metrics_host,
-            settings.metrics_port,
-            problem=lambda: self.state.problem,
-            heartbeat=self.heartbeat,
-            web_config=load_web_config(web) if (web := settings.web_config_file) else None,
-        )
+        topics = [settings.chunks_topic, settings.answers_topic, settings.control_topic]
+        exposed = expose(settings, self.state, topics, registry=registry, heartbeat=self.heartbeat)
+        self.registry, self.metrics, self.http = exposed.registry, exposed.metrics, exposed.http
         self._logged_problem: tuple[str, float] | None = None
 
     @property
