@@ -1,9 +1,10 @@
-"""One Kafka message of citations in, verdicts and dead letters out (no I/O here).
+"""One message of citations in (a Kafka message or a line of a file), its Outcome out.
 
-Shared by inline checking and by sweeps over the archive topic, so both judge a message the
-same way. Every citation in a message yields a verdict or is listed in the message's one dead
-letter: nothing is dropped, and nothing a message holds can stop the process (a check that
-raises is reported as ``check_failed``, like a bad record).
+Inline checking, sweeps over the answer topic, replays and the offline file sweep all judge a
+message here, so they judge it the same way. Every citation in a message yields a verdict, in
+input order; the invalid ones are also listed in the message's one dead letter. Nothing is
+dropped, and nothing a message holds can stop the process (a check that raises is reported as
+``check_failed``, like a bad record). No I/O here.
 """
 
 from __future__ import annotations
