@@ -31,7 +31,16 @@ def test_a_citation_with_a_text_field_is_never_a_chunk() -> None:
     assert chunk_message(line) is None
 
 
-@given(st.binary(max_size=200) | json_values.map(orjson.dumps))
+chunk_like = st.fixed_dictionaries(
+    {},
+    optional={
+        key: json_values | st.just(True)
+        for key in ("chunk_id", "text", "deleted", "quote", "doc_id")
+    },
+)
+
+
+@given(st.binary(max_size=200) | (json_values | chunk_like).map(orjson.dumps))
 def test_any_line_is_a_keyed_message_or_none(line: bytes) -> None:
     """Never raises; a message keeps the line whole (or is a tombstone), keyed by a string id."""
     message = chunk_message(line)
