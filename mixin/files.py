@@ -71,8 +71,8 @@ def _workload(config: MixinConfig) -> str:
             "secrets in a Secret and use valueFrom.secretKeyRef.",
         ],
         "livenessProbe:": [
-            "/healthz answers 200 while the process runs: a restart fixes no broker outage and",
-            "only throws the chunk store away.",
+            "/healthz answers 200 while the event loop runs (503 once it is stuck for 30 s): a",
+            "restart fixes no broker outage and only throws the chunk store away.",
         ],
         "readinessProbe:": [
             "/readyz answers 503 until the chunk store has caught up. Prometheus still scrapes",
