@@ -10,6 +10,8 @@ generated documents to each loader.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import resource
 import subprocess
@@ -25,8 +27,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from exporter.errors import SettingsError
+from exporter.settings import load_settings
 from exporter.web.auth import BasicAuth
 from exporter.web.config import WebConfig, load_web_config
+from mixin.config import DEFAULT, ConfigError, load_config
+from mixin.files import generated_files
 
 REPO = Path(__file__).resolve().parent.parent
 # "One short error": bytes of UTF-8.
@@ -397,4 +402,523 @@ def test_any_web_config_loads_or_is_one_short_line_naming_the_file(
     else:
         assert isinstance(config, WebConfig)
         assert all(isinstance(name, str) for name in config.basic_auth_users)
+    assert time.process_time() - started < STALL_CPU_SECONDS
+
+
+# -- settings: kafka_options, the token file, the TOML file, environment variables ---------------
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    for name in list(os.environ):
+        if name.startswith("CITATION_EXPORTER_"):
+            monkeypatch.delenv(name)
+    return monkeypatch
+
+
+def _settings_refused(*named: str, **overrides: object) -> str:
+    with pytest.raises(SettingsError) as refused:
+        load_settings(**overrides)  # type: ignore[arg-type]
+    message = str(refused.value)
+    assert_one_short_line(message, *named)
+    return message
+
+
+def test_kafka_options_json_nested_fifty_thousand_deep_is_one_line(
+    clean_env: pytest.MonkeyPatch,
+) -> None:
+    """Was: RecursionError out of json.loads, a traceback."""
+    clean_env.setenv(
+        "CITATION_EXPORTER_KAFKA_OPTIONS", '{"a": ' + "[" * 50_000 + "]" * 50_000 + "}"
+    )
+    _settings_refused("kafka_options", "nested too deeply")
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        pytest.param({"session_timeout_ms": "abc"}, "must be a whole number", id="str-for-int"),
+        pytest.param({"session_timeout_ms": 10**30}, "must be from 0 to", id="int-beyond-int32"),
+        pytest.param({"fetch_max_wait_ms": -1}, "must be from 0 to", id="negative"),
+        pytest.param({"heartbeat_interval_ms": 3000.5}, "whole number", id="float-for-int"),
+        pytest.param({"check_crcs": "no"}, "must be true or false", id="str-for-bool"),
+        pytest.param({"session_timeout_ms": True}, "whole number", id="bool-for-int"),
+        pytest.param({"compression_type": "bogus"}, "must be one of gzip", id="not-a-choice"),
+        pytest.param({"isolation_level": 1}, "must be a string", id="int-for-str"),
+        pytest.param({"client_rack": "r" * 40_000}, "longer than 1024", id="huge-string"),
+        pytest.param({"max_poll_records": 0}, "must be from 1", id="aiokafka-raises"),
+    ],
+)
+def test_a_kafka_option_aiokafka_would_choke_on_later_is_refused_at_start_up(
+    clean_env: pytest.MonkeyPatch, options: dict[str, Any], named: str
+) -> None:
+    """Was: accepted; aiokafka takes them in its constructor and fails later, in a fetch or a
+    heartbeat (or raises in the constructor, inside the runtime), far from the setting."""
+    clean_env.setenv("CITATION_EXPORTER_KAFKA_OPTIONS", json.dumps(options))
+    _settings_refused("kafka_options", named)
+
+
+def test_thousands_of_bad_kafka_options_are_one_short_line(clean_env: pytest.MonkeyPatch) -> None:
+    """Was: every key listed with its did-you-mean: a message of megabytes."""
+    options = {f"option_{i}_{'x' * 50}": 1 for i in range(2000)} | {"k" * 60_000: 1}
+    clean_env.setenv("CITATION_EXPORTER_KAFKA_OPTIONS", json.dumps(options))
+    _settings_refused("kafka_options", "and 1996 more")
+
+
+def test_kafka_options_from_toml_with_nested_tables_are_named(
+    clean_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Held up before."""
+    path = tmp_path / "c.toml"
+    path.write_text("[kafka_options]\nsession_timeout_ms = 45000\n[kafka_options.nested]\na = 1\n")
+    _settings_refused("kafka_options", "'nested' is dict", config_file=path)
+
+
+def test_valid_kafka_options_still_pass(clean_env: pytest.MonkeyPatch) -> None:
+    options = {"session_timeout_ms": 45000, "check_crcs": False, "compression_type": "gzip"}
+    clean_env.setenv("CITATION_EXPORTER_KAFKA_OPTIONS", json.dumps(options))
+    assert load_settings().kafka_options == options
+
+
+LOAD_SETTINGS = """
+import sys
+from pathlib import Path
+from exporter.settings import SettingsError, load_settings
+try:
+    load_settings({config!r} and Path({config!r}), **{overrides!r})
+except SettingsError as exc:
+    print(exc)
+    sys.exit(2)
+print("loaded")
+"""
+
+
+def _token_overrides(path: Path) -> dict[str, str]:
+    return {
+        "security_protocol": "SASL_PLAINTEXT",
+        "sasl_mechanism": "OAUTHBEARER",
+        "sasl_oauth_token_file": str(path),
+    }
+
+
+def test_a_fifo_as_the_token_file_is_refused_without_waiting(tmp_path: Path) -> None:
+    """Was: read_text() of a FIFO waited for a writer, at start-up and then on the event loop
+    at every new connection."""
+    fifo = tmp_path / "token"
+    os.mkfifo(fifo)
+    code = LOAD_SETTINGS.format(config=None, overrides=_token_overrides(fifo))
+    done = bounded_python(code)
+    assert done.returncode == 2, done.stderr[-500:]
+    assert_one_short_line(done.stdout.strip(), "sasl_oauth_token_file", "FIFO")
+
+
+def test_a_gigabyte_token_file_is_not_read_whole(tmp_path: Path) -> None:
+    """Was: read whole: a MemoryError under a 512 MiB limit."""
+    token = tmp_path / "token"
+    with token.open("wb") as sparse:
+        sparse.truncate(1 << 30)
+    code = LOAD_SETTINGS.format(config=None, overrides=_token_overrides(token))
+    done = bounded_python(code, memory_bytes=512 << 20)
+    assert done.returncode == 2, done.stderr[-500:]
+    assert_one_short_line(done.stdout.strip(), "sasl_oauth_token_file", "larger than 65536")
+
+
+@pytest.mark.parametrize(
+    ("content", "named"),
+    [
+        pytest.param(b"eyJhbGciOi\x01auth=Bearer x", "characters a bearer token", id="sasl-sep"),
+        pytest.param(b"two\nlines", "characters a bearer token", id="newline"),
+        pytest.param(b"\xff\xfe\x00binary", "bytes a bearer token", id="binary"),
+        pytest.param(b"  \n", "is empty", id="empty"),
+    ],
+)
+def test_a_token_file_a_bearer_token_cannot_be_is_refused(
+    clean_env: pytest.MonkeyPatch, tmp_path: Path, content: bytes, named: str
+) -> None:
+    """Was: any text accepted; a \\x01 in it would add fields to the OAUTHBEARER login
+    message (binary and empty files held up)."""
+    token = tmp_path / "token"
+    token.write_bytes(content)
+    _settings_refused("sasl_oauth_token_file", named, **_token_overrides(token))
+
+
+def test_a_token_file_swapped_for_a_fifo_keeps_the_token_read_before(tmp_path: Path) -> None:
+    """Was: the token provider, on the event loop, opened the FIFO and waited for a writer:
+    everything stopped. Now it keeps the token it read before (in a child: a hang fails)."""
+    token = tmp_path / "token"
+    code = f"""
+import asyncio, os
+from pathlib import Path
+from exporter.kafka.clients import TokenFile
+token = Path({str(token)!r})
+token.write_text("abc.def-ghi\\n")
+provider = TokenFile(token)
+assert asyncio.run(provider.token()) == "abc.def-ghi"
+token.unlink()
+os.mkfifo(token)
+print(asyncio.run(provider.token()))
+"""
+    done = bounded_python(code)
+    assert done.returncode == 0, done.stderr[-500:]
+    assert done.stdout.strip() == "abc.def-ghi"
+
+
+def test_a_gigabyte_config_file_is_not_read_whole(tmp_path: Path) -> None:
+    """Was: tomllib read the whole file: a MemoryError under a 512 MiB limit."""
+    path = tmp_path / "c.toml"
+    with path.open("wb") as sparse:
+        sparse.truncate(1 << 30)
+    done = bounded_python(
+        LOAD_SETTINGS.format(config=str(path), overrides={}), memory_bytes=512 << 20
+    )
+    assert done.returncode == 2, done.stderr[-500:]
+    assert_one_short_line(done.stdout.strip(), str(path), "larger than")
+
+
+def test_a_fifo_as_the_config_file_is_named_for_what_it_is(tmp_path: Path) -> None:
+    """Held up before (is_file() said no), as "does not exist"."""
+    fifo = tmp_path / "c.toml"
+    os.mkfifo(fifo)
+    done = bounded_python(LOAD_SETTINGS.format(config=str(fifo), overrides={}))
+    assert done.returncode == 2, done.stderr[-500:]
+    assert_one_short_line(done.stdout.strip(), str(fifo), "FIFO")
+
+
+@pytest.mark.parametrize(
+    ("content", "named"),
+    [
+        pytest.param(b"threshold = " + b"[" * 5000 + b"]" * 5000, "nested too deeply", id="deep"),
+        pytest.param(b'group_id = "\xff"', "is not UTF-8", id="not-utf8"),
+        pytest.param(b"metrics_port = " + b"9" * 5000, "cannot convert", id="5000-digits"),
+        pytest.param(b"group_id = ", "is not valid TOML", id="not-toml"),
+    ],
+)
+def test_a_config_file_that_is_not_toml_is_one_line_naming_it(
+    clean_env: pytest.MonkeyPatch, tmp_path: Path, content: bytes, named: str
+) -> None:
+    """Was: RecursionError or ValueError out of tomllib (tracebacks), and a UTF-8 error that
+    did not name the file."""
+    path = tmp_path / "c.toml"
+    path.write_bytes(content)
+    _settings_refused(str(path), named, config_file=path)
+
+
+def test_a_dotted_key_thousands_deep_is_one_line(
+    clean_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text("a." * 20_000 + "b = 1\n")
+    _settings_refused("unknown setting 'a'", config_file=path)
+
+
+def test_a_path_setting_of_a_hundred_kilobytes_is_one_short_line(
+    clean_env: pytest.MonkeyPatch,
+) -> None:
+    """Was: OSError (ENAMETOOLONG) out of Path.exists, reported as "cannot read the config
+    file" with all 100,000 characters."""
+    clean_env.setenv("CITATION_EXPORTER_SECURITY_PROTOCOL", "SSL")
+    clean_env.setenv("CITATION_EXPORTER_SSL_CAFILE", "c" * 100_000)
+    _settings_refused("ssl_cafile", "File name too long", "(100000 characters)")
+
+
+def test_many_unknown_variables_are_one_short_line(clean_env: pytest.MonkeyPatch) -> None:
+    """Was: every variable listed: a message as long as the environment."""
+    for i in range(300):
+        clean_env.setenv(f"CITATION_EXPORTER_BOGUS_{i:03}_{'X' * 200}", "1")
+    _settings_refused("unknown variable", "and 295 more")
+
+
+def test_an_encrypted_kafka_client_key_is_refused_without_a_prompt(certs: Path) -> None:
+    """Was: OpenSSL read the passphrase from standard input: start-up waited for ever."""
+    overrides = {
+        "security_protocol": "SSL",
+        "ssl_certfile": str(certs / "encrypted.crt"),
+        "ssl_keyfile": str(certs / "encrypted.key"),
+    }
+    code = LOAD_SETTINGS.format(config=None, overrides=overrides)
+    done = bounded_python(code, stdin=subprocess.PIPE)
+    assert done.returncode == 2, done.stderr[-500:]
+    assert_one_short_line(done.stdout.strip(), "ssl_keyfile", "is encrypted")
+
+
+_json_values = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(min_value=-(10**40), max_value=10**40),
+        st.floats(),
+        st.text(max_size=30),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=10), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+_option_names = st.one_of(
+    st.sampled_from(
+        [
+            "session_timeout_ms",
+            "check_crcs",
+            "compression_type",
+            "isolation_level",
+            "client_rack",
+            "max_poll_records",
+            "group_id",
+            "acks",
+            "api_version",
+            "fetch_max_bytes",
+        ]
+    ),
+    st.text(max_size=20),
+)
+
+
+@HOSTILE_SETTINGS
+@given(
+    options=st.one_of(
+        st.dictionaries(_option_names, _json_values, max_size=6).map(json.dumps),
+        _json_values.map(json.dumps),
+        st.text(alphabet=st.sampled_from('{}[]":,0123456789.eE-+ntrufalsNIy\\ '), max_size=200),
+    )
+)
+def test_any_kafka_options_json_is_settings_or_one_short_line(
+    clean_env: pytest.MonkeyPatch, options: str
+) -> None:
+    clean_env.setenv("CITATION_EXPORTER_KAFKA_OPTIONS", options)
+    started = time.process_time()
+    try:
+        loaded = load_settings()
+    except SettingsError as exc:
+        assert_one_short_line(str(exc), "kafka_options")
+    else:
+        assert all(
+            isinstance(value, bool | int | float | str) for value in loaded.kafka_options.values()
+        )
+    assert time.process_time() - started < STALL_CPU_SECONDS
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return (
+            "{" + ", ".join(f"{json.dumps(k)} = {_toml_value(v)}" for k, v in value.items()) + "}"
+        )
+    return str(value)
+
+
+_setting_names = st.sampled_from(
+    [
+        "bootstrap_servers",
+        "threshold",
+        "metrics_port",
+        "kafka_options",
+        "sources",
+        "bogus",
+        "web_config_file",
+    ]
+)
+
+
+@HOSTILE_SETTINGS
+@given(
+    document=st.one_of(
+        st.dictionaries(_setting_names, _json_values, max_size=4).map(
+            lambda table: "".join(f"{k} = {_toml_value(v)}\n" for k, v in table.items())
+        ),
+        st.text(alphabet=st.sampled_from("[]{}=\"'.,=#\n abc123\\"), max_size=200),
+    )
+)
+def test_any_toml_config_file_is_settings_or_one_short_line_naming_it(
+    clean_env: pytest.MonkeyPatch, tmp_path: Path, document: str
+) -> None:
+    path = tmp_path / "c.toml"
+    path.write_bytes(document.encode("utf-8", "surrogatepass"))
+    started = time.process_time()
+    try:
+        load_settings(path)
+    except SettingsError as exc:
+        assert_one_short_line(str(exc))
+    assert time.process_time() - started < STALL_CPU_SECONDS
+
+
+# -- the mixin config ----------------------------------------------------------------------------
+
+RUN_MIXIN = """
+import sys
+from mixin.__main__ import main
+sys.exit(main(["--config", {path!r}, "--out", {out!r}]))
+"""
+
+
+def _mixin_refused(path: Path, *named: str) -> str:
+    with pytest.raises(ConfigError) as refused:
+        load_config(path)
+    message = str(refused.value)
+    assert message.startswith(str(path)), message[:300]
+    assert_one_short_line(message, *named)
+    return message
+
+
+def _mixin_file(directory: Path, text: str | bytes, name: str = "mixin.yaml") -> Path:
+    path = directory / name
+    path.write_bytes(text.encode() if isinstance(text, str) else text)
+    return path
+
+
+def test_a_mixin_config_alias_bomb_is_refused_before_it_is_expanded(tmp_path: Path) -> None:
+    """Was: the bomb reached "expected a string, got {value!r}" and filled memory."""
+    path = _mixin_file(tmp_path, f"job: {_laughs()}\n")
+    done = bounded_python(RUN_MIXIN.format(path=str(path), out=str(tmp_path / "out")))
+    assert done.returncode == 2, done.stderr[-500:]
+    assert_one_short_line(done.stderr.strip(), str(path), "aliases are expanded")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("make", "named"),
+    [
+        pytest.param(lambda p: p.write_bytes(b"job: \xff\n"), "is not UTF-8", id="not-utf8"),
+        pytest.param(
+            lambda p: p.write_text("job: " + "[" * 10_000 + "]" * 10_000), "nested", id="deep"
+        ),
+        pytest.param(
+            lambda p: p.write_text("1: x\njbo: y\n"), "unknown key 1, 'jbo'", id="int-key"
+        ),
+        pytest.param(
+            lambda p: p.write_text("drift_for: " + "9" * 5000 + "m\n"), "drift_for", id="digits"
+        ),
+        pytest.param(
+            lambda p: p.write_text("".join(f"k{i}{'x' * 100}: 1\n" for i in range(500))),
+            "and 495 more",
+            id="many-unknown",
+        ),
+    ],
+)
+def test_a_mixin_config_that_broke_the_loader_is_one_line(
+    tmp_path: Path, make: Any, named: str
+) -> None:
+    """Was: UnicodeDecodeError, RecursionError, TypeError (sorting 1 and 'jbo'), ValueError
+    (int of 5,000 digits): tracebacks from python -m mixin; 500 unknown keys all listed."""
+    path = tmp_path / "mixin.yaml"
+    make(path)
+    _mixin_refused(path, named)
+    done = bounded_python(RUN_MIXIN.format(path=str(path), out=str(tmp_path / "out")))
+    assert done.returncode == 2, done.stderr[-500:]
+    assert_one_short_line(done.stderr.strip(), named)
+
+
+def test_a_fifo_as_the_mixin_config_is_refused_without_waiting(tmp_path: Path) -> None:
+    """Was: read_text() of a FIFO waited for a writer."""
+    fifo = tmp_path / "mixin.toml"
+    os.mkfifo(fifo)
+    done = bounded_python(RUN_MIXIN.format(path=str(fifo), out=str(tmp_path / "out")))
+    assert done.returncode == 2, done.stderr[-500:]
+    assert_one_short_line(done.stderr.strip(), str(fifo), "FIFO")
+
+
+def test_a_gigabyte_mixin_config_is_not_read_whole(tmp_path: Path) -> None:
+    path = tmp_path / "mixin.toml"
+    with path.open("wb") as sparse:
+        sparse.truncate(1 << 30)
+    code = RUN_MIXIN.format(path=str(path), out=str(tmp_path / "out"))
+    done = bounded_python(code, memory_bytes=512 << 20)
+    assert done.returncode == 2, done.stderr[-500:]
+    assert_one_short_line(done.stderr.strip(), str(path), "larger than 65536")
+
+
+def test_a_runbook_url_that_pads_to_a_gigabyte_is_refused(tmp_path: Path) -> None:
+    """Was: str.format filled {alert:>1000000000} in: a gigabyte per alert, or a MemoryError."""
+    path = _mixin_file(tmp_path, 'runbook_url = "https://x/{alert:>1000000000}"\n', "m.toml")
+    done = bounded_python(RUN_MIXIN.format(path=str(path), out=str(tmp_path / "out")))
+    assert done.returncode == 2, done.stderr[-500:]
+    assert_one_short_line(done.stderr.strip(), "runbook_url", "only {alert} and {anchor}")
+
+
+@pytest.mark.parametrize(
+    "url", ["https://x/{alert.__class__}", "https://x/{alert!r}", "https://x/{anchor[0]}", "x/{"]
+)
+def test_a_runbook_url_may_fill_in_only_the_alert_and_its_anchor(tmp_path: Path, url: str) -> None:
+    """Was: attribute access, conversions and indexing were filled in (a runbook link to
+    "<class 'str'>")."""
+    _mixin_refused(_mixin_file(tmp_path, f"runbook_url: '{url}'\n"), "runbook_url")
+
+
+@pytest.mark.parametrize(
+    ("labels", "named"),
+    [
+        pytest.param({"role": "x"}, "'role' is set by the manifests", id="role"),
+        pytest.param({"name": "x"}, "'name' is set by the manifests", id="name"),
+        pytest.param({"bad key!": "x"}, "not a Kubernetes label key", id="bad-key"),
+        pytest.param({"release": "a b"}, "not a Kubernetes label value", id="bad-value"),
+        pytest.param({"release": "v" * 64}, "not a Kubernetes label value", id="long-value"),
+    ],
+)
+def test_operator_labels_kubernetes_would_refuse_are_refused(
+    tmp_path: Path, labels: dict[str, str], named: str
+) -> None:
+    """Was: "role" and "name" crashed rendering (TypeError: multiple values for a keyword
+    argument of _metadata); the others rendered manifests the API server refuses."""
+    _mixin_refused(_mixin_file(tmp_path, yaml.safe_dump({"operator_labels": labels})), named)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("job", 'citations"} or vector(1) #'),
+        ("job", "citations\\"),
+        ("job", "citations\nprod"),
+        ("job", "a" * 64),
+        ("namespace", "Prod"),
+        ("aggregation_labels", ["__name__"]),
+        ("aggregation_labels", ['cluster"']),
+        ("image", "exporter:1\nkind: Secret"),
+        ("dashboard_title", "Citations\u202e"),
+        ("bootstrap_servers", "k" * 2000),
+        ("memory_limit", "2Gi\n"),
+        ("scrape_interval", "15s; drop"),
+    ],
+)
+def test_values_that_would_break_promql_or_manifests_are_refused(
+    tmp_path: Path, key: str, value: Any
+) -> None:
+    """The job, labels and durations held up before (checked by pattern); a newline or a
+    control character in the free-text settings did not."""
+    _mixin_refused(_mixin_file(tmp_path, yaml.safe_dump({key: value})), key)
+
+
+_mixin_keys = st.sampled_from([*(f.name for f in dataclasses.fields(DEFAULT)), "jbo"])
+
+
+@HOSTILE_SETTINGS
+@given(
+    document=st.one_of(
+        st.dictionaries(st.one_of(_mixin_keys, _scalars), _values, max_size=3).map(
+            lambda d: yaml.safe_dump(d, allow_unicode=True)
+        ),
+        st.dictionaries(_mixin_keys, st.one_of(_names, st.text(max_size=30)), max_size=3).map(
+            lambda d: yaml.safe_dump(d, allow_unicode=True)
+        ),
+        st.text(alphabet=st.sampled_from("[]{}&*!:,-?|>'\" \n\tab1$%{}"), max_size=200),
+    )
+)
+def test_any_mixin_config_renders_or_is_one_short_line_naming_the_file(
+    tmp_path: Path, document: str
+) -> None:
+    path = _mixin_file(tmp_path, document)
+    started = time.process_time()
+    try:
+        config = load_config(path)
+    except ConfigError as exc:
+        assert str(exc).startswith(str(path))
+        assert_one_short_line(str(exc))
+    else:
+        files = generated_files(config)
+        rules = yaml.safe_load(files["rules/citation-drift.rules.yml"])
+        assert rules["groups"]
+        assert f'job="{config.job}"' in files["rules/citation-drift.rules.yml"]
     assert time.process_time() - started < STALL_CPU_SECONDS
