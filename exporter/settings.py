@@ -20,19 +20,21 @@ import difflib
 import importlib
 import inspect
 import json
+import math
 import os
 import re
 import ssl
+import tomllib
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
+    InitSettingsSource,
     NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
-    TomlConfigSettingsSource,
 )
 
 from exporter.checks.engine import Policy
@@ -46,9 +48,19 @@ from exporter.defaults import (
 from exporter.errors import SettingsError
 from exporter.records.limits import DEFAULT_LIMITS, Limits
 from exporter.web.config import load_web_config
+from exporter.web.files import (
+    UnusableFile,
+    described,
+    read_small_file,
+    shown,
+    small_file_problem,
+)
+from exporter.web.tls import MAX_TLS_FILE_BYTES, EncryptedKey, refuse_passphrase
 
 __all__ = [
     "ENV_PREFIX",
+    "MAX_CONFIG_FILE_BYTES",
+    "MAX_TOKEN_BYTES",
     "OWN_KAFKA_OPTIONS",
     "Settings",
     "SettingsError",
@@ -102,6 +114,33 @@ OWN_KAFKA_OPTIONS: dict[str, str] = {
 }
 _SASL_MECHANISMS_WITH_PASSWORD = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 _KafkaOptionValue = bool | int | float | str
+# What a kafka_options value may be beyond its type: aiokafka takes a wrong type or a 10**30 in
+# its constructor and fails later, inside a fetch or a heartbeat, far from the setting.
+_KAFKA_INT_MAX = 2**31 - 1  # the protocol's int32: every *_ms, *_bytes and count option
+_KAFKA_STRING_CHARS = 1024
+# options whose default (None) does not tell their type
+_KAFKA_OPTION_TYPES: dict[str, type] = {
+    "group_instance_id": str,
+    "rebalance_timeout_ms": int,
+    "max_poll_records": int,
+    "api_version": str,
+    "compression_type": str,
+    "client_rack": str,
+}
+_KAFKA_OPTION_CHOICES: dict[str, tuple[str, ...]] = {
+    "compression_type": ("gzip", "snappy", "lz4", "zstd"),
+    "isolation_level": ("read_uncommitted", "read_committed"),
+}
+_KAFKA_OPTION_MINIMUM: dict[str, int] = {"max_poll_records": 1}
+# The settings' TOML file: a few dozen lines.
+MAX_CONFIG_FILE_BYTES = 1024 * 1024
+# An OAUTHBEARER token: a JWT of a few kilobytes.
+MAX_TOKEN_BYTES = 64 * 1024
+# RFC 6750's b64token; a token with a control character (\x01 separates OAUTHBEARER's SASL
+# fields) would rewrite the login message
+_BEARER_TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+# An error message lists this many problems; the rest are counted.
+_MAX_PROBLEMS = 5
 
 
 class Settings(BaseSettings):
@@ -196,18 +235,18 @@ class Settings(BaseSettings):
         """A JSON object from the environment variable (a TOML table arrives as a dict), whose
         values are what a client option can be: a string, a number or a boolean."""
         if isinstance(value, str):
-            try:
-                value = json.loads(value) if value.strip() else {}
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"is not a JSON object: {exc}") from None
-            if not isinstance(value, dict):
-                raise ValueError(f"is not a JSON object but {type(value).__name__}")
+            value = _json_object(value)
         if isinstance(value, dict):
+            problems = []
             for key, item in value.items():
-                if not isinstance(item, _KafkaOptionValue):
-                    raise ValueError(
-                        f"'{key}' is {type(item).__name__}, not a string, number or boolean"
+                if not isinstance(key, str):
+                    problems.append(f"the key {described(key)} is not a string")
+                elif not isinstance(item, _KafkaOptionValue):
+                    problems.append(
+                        f"'{shown(key)}' is {type(item).__name__}, not a string, number or boolean"
                     )
+            if problems:
+                raise ValueError(_listed(problems))
         return value
 
     @field_validator("kafka_options")
@@ -215,21 +254,26 @@ class Settings(BaseSettings):
     def _options_aiokafka_takes(
         cls, value: dict[str, _KafkaOptionValue]
     ) -> dict[str, _KafkaOptionValue]:
-        """Only options some aiokafka client takes, and none the exporter sets itself."""
+        """Only options some aiokafka client takes, none the exporter sets itself, each of the
+        type and range aiokafka expects."""
         if not value:
             return value
         accepted = _aiokafka_options()
         problems = []
-        for key in value:
+        for key, item in value.items():
             if key in OWN_KAFKA_OPTIONS:
                 problems.append(f"'{key}' is set by the exporter ({OWN_KAFKA_OPTIONS[key]})")
             elif key not in accepted:
                 problems.append(
-                    f"'{key}' is no option of aiokafka's clients"
-                    f"{_did_you_mean(key, sorted(accepted - set(OWN_KAFKA_OPTIONS)))}"
+                    f"'{shown(key)}' is no option of aiokafka's clients"
+                    f"{_did_you_mean(key[:100], sorted(set(accepted) - set(OWN_KAFKA_OPTIONS)))}"
                 )
+            else:
+                problem = _kafka_option_problem(key, item, accepted[key])
+                if problem is not None:
+                    problems.append(f"'{key}' {problem}")
         if problems:
-            raise ValueError("; ".join(problems))
+            raise ValueError(_listed(problems))
         return value
 
     @model_validator(mode="after")
@@ -282,6 +326,9 @@ class Settings(BaseSettings):
         """How citations are judged, as the checks take it."""
         return Policy(self.threshold, self.high_severity_topics, self.limits)
 
+    # what the TOML file says, read and parsed by load_settings (None: no file)
+    file_values: ClassVar[dict[str, Any] | None] = None
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -292,33 +339,92 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        if settings_cls.model_config.get("toml_file"):
-            sources.append(TomlConfigSettingsSource(settings_cls))
+        if cls.file_values is not None:
+            # what TomlConfigSettingsSource does with the file it reads itself, unbounded
+            sources.append(InitSettingsSource(settings_cls, cls.file_values))
         return tuple(sources)
 
 
 def read_token(path: Path) -> str:
-    """The OAUTHBEARER token in ``path``, or a ValueError naming the file."""
+    """The OAUTHBEARER token in ``path``, or a ValueError naming the file.
+
+    Read without blocking (a FIFO is refused, not waited on: the token provider runs on the
+    event loop) and at most MAX_TOKEN_BYTES of it.
+    """
+    where = f"sasl_oauth_token_file {shown(path)}"
     try:
-        token = path.read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        raise ValueError(f"sasl_oauth_token_file {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"sasl_oauth_token_file {path} cannot be read: {exc}") from None
+        data = read_small_file(path, MAX_TOKEN_BYTES)
+    except UnusableFile as exc:
+        raise ValueError(f"{where} {exc}") from None
+    try:
+        token = data.decode("ascii").strip()
+    except UnicodeDecodeError:
+        raise ValueError(f"{where} holds bytes a bearer token cannot have") from None
     if not token:
-        raise ValueError(f"sasl_oauth_token_file {path} is empty")
+        raise ValueError(f"{where} is empty")
+    if not _BEARER_TOKEN.fullmatch(token):
+        raise ValueError(f"{where} holds characters a bearer token cannot have")
     return token
 
 
-def _aiokafka_options() -> set[str]:
-    """Keyword arguments of aiokafka's consumer and producer (imported only when needed: the
-    sweep never imports aiokafka)."""
+def _json_object(text: str) -> dict[str, Any]:
+    """The JSON object of an environment variable; ValueError saying what it is instead."""
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"is not a JSON object: {shown(exc, 200)}") from None
+    except RecursionError:
+        raise ValueError("is not a JSON object: nested too deeply") from None
+    except ValueError as exc:  # an integer of 5,000 digits
+        raise ValueError(f"is not a JSON object: {shown(exc, 200)}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"is not a JSON object but {type(value).__name__}")
+    return value
+
+
+def _kafka_option_problem(key: str, value: _KafkaOptionValue, default: object) -> str | None:
+    """What is wrong with ``value`` for aiokafka's option ``key`` (default ``default``)."""
+    expected = _KAFKA_OPTION_TYPES.get(key) or (
+        type(default) if isinstance(default, bool | int | str) else None
+    )
+    if expected is bool and not isinstance(value, bool):
+        return f"must be true or false, not {described(value)}"
+    if expected is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"must be a whole number, not {described(value)}"
+        minimum = _KAFKA_OPTION_MINIMUM.get(key, 0)
+        if not minimum <= value <= _KAFKA_INT_MAX:
+            return f"must be from {minimum} to {_KAFKA_INT_MAX}, not {described(value)}"
+    if expected is str and not isinstance(value, str):
+        return f"must be a string, not {described(value)}"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"must be a finite number, not {described(value)}"
+    if isinstance(value, str):
+        if len(value) > _KAFKA_STRING_CHARS:
+            return f"is longer than {_KAFKA_STRING_CHARS} characters"
+        choices = _KAFKA_OPTION_CHOICES.get(key)
+        if choices is not None and value not in choices:
+            return f"must be one of {', '.join(choices)}, not {described(value)}"
+    return None
+
+
+def _listed(problems: list[str]) -> str:
+    """The first few problems; how many more there are."""
+    more = len(problems) - _MAX_PROBLEMS
+    return "; ".join(problems[:_MAX_PROBLEMS]) + (f"; and {more} more" if more > 0 else "")
+
+
+def _aiokafka_options() -> dict[str, object]:
+    """Keyword arguments of aiokafka's consumer and producer, with their defaults (imported
+    only when needed: the sweep never imports aiokafka)."""
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer  # noqa: PLC0415
 
     return {
-        name
+        name: parameter.default
         for client in (AIOKafkaConsumer, AIOKafkaProducer)
-        for name in inspect.signature(client).parameters
+        for name, parameter in inspect.signature(client).parameters.items()
     }
 
 
@@ -326,27 +432,37 @@ def tls_context(settings: Settings) -> ssl.SSLContext:
     """The TLS context of every Kafka client; a file that cannot be used is named."""
     for name in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
         path = getattr(settings, name)
-        if path is not None and not os.access(path, os.R_OK):
-            why = "does not exist" if not path.exists() else "is not readable"
-            raise ValueError(f"{name} {path} {why}")
+        if path is None:
+            continue
+        problem = small_file_problem(path, MAX_TLS_FILE_BYTES)
+        if problem is not None:
+            raise ValueError(f"{name} {shown(path)} {problem}")
     try:
         context = ssl.create_default_context(
             cafile=str(settings.ssl_cafile) if settings.ssl_cafile else None
         )
     except (ssl.SSLError, OSError) as exc:
         raise ValueError(
-            f"ssl_cafile {settings.ssl_cafile} holds no usable CA certificate: {exc}"
+            f"ssl_cafile {shown(settings.ssl_cafile or '')} holds no usable CA certificate: "
+            f"{shown(exc, 200)}"
         ) from None
     if settings.ssl_certfile:
         try:
             context.load_cert_chain(
                 str(settings.ssl_certfile),
                 str(settings.ssl_keyfile) if settings.ssl_keyfile else None,
+                password=refuse_passphrase,
             )
+        except EncryptedKey:
+            raise ValueError(
+                f"ssl_keyfile {shown(settings.ssl_keyfile or settings.ssl_certfile)} is "
+                "encrypted: the exporter needs a key without a passphrase"
+            ) from None
         except (ssl.SSLError, OSError) as exc:
             raise ValueError(
-                f"ssl_certfile {settings.ssl_certfile} / ssl_keyfile {settings.ssl_keyfile}: "
-                f"not a usable client certificate and key: {exc}"
+                f"ssl_certfile {shown(settings.ssl_certfile)} / ssl_keyfile "
+                f"{shown(settings.ssl_keyfile or '')}: not a usable client certificate and "
+                f"key: {shown(exc, 200)}"
             ) from None
     return context
 
@@ -360,15 +476,15 @@ def _describe(error: ValidationError) -> str:
     problems = []
     names = list(Settings.model_fields)
     for item in error.errors():
-        name = ".".join(str(part) for part in item["loc"]) or "settings"
-        variable = f"{ENV_PREFIX}{name.upper()}"
+        name = ".".join(shown(str(part), 60) for part in item["loc"][:4]) or "settings"
+        message = shown(item["msg"].removeprefix("Value error, "), 600)
         if item["type"] == "extra_forbidden":
-            problems.append(f"unknown setting '{name}'{_did_you_mean(name, names)}")
+            problems.append(f"unknown setting '{name}'{_did_you_mean(name[:100], names)}")
         elif not item["loc"]:
-            problems.append(item["msg"].removeprefix("Value error, "))
+            problems.append(message)
         else:
-            problems.append(f"{name} ({variable}): {item['msg'].removeprefix('Value error, ')}")
-    return "invalid settings: " + "; ".join(problems)
+            problems.append(f"{name} ({ENV_PREFIX}{name.upper()}): {message}")
+    return "invalid settings: " + _listed(problems)
 
 
 def _unknown_variables() -> list[str]:
@@ -382,29 +498,53 @@ def _unknown_variables() -> list[str]:
             continue
         if _KUBERNETES_SERVICE_LINK.fullmatch(upper):
             continue
-        problems.append(f"unknown variable {variable}{_did_you_mean(upper, sorted(known))}")
+        problems.append(
+            f"unknown variable {shown(variable)}{_did_you_mean(upper[:100], sorted(known))}"
+        )
     return problems
+
+
+def _file_values(config_file: Path) -> dict[str, Any]:
+    """The TOML file's table, read bounded and without blocking; SettingsError naming it."""
+    where = f"config file {shown(config_file)}"
+    try:
+        data = read_small_file(config_file, MAX_CONFIG_FILE_BYTES)
+    except UnusableFile as exc:
+        raise SettingsError(f"{where} {exc}") from None
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise SettingsError(f"{where} is not UTF-8 (byte {exc.start})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{where} is not valid TOML: {shown(exc, 200)}") from None
+    except RecursionError:
+        raise SettingsError(f"{where} is not valid TOML: nested too deeply") from None
+    except ValueError as exc:  # an integer of 5,000 digits
+        raise SettingsError(
+            f"{where} holds a value TOML cannot convert: {shown(exc, 200)}"
+        ) from None
 
 
 def load_settings(config_file: Path | None = None, **overrides: object) -> Settings:
     """Read the settings; raise SettingsError naming each invalid one."""
     unknown = _unknown_variables()
     if unknown:
-        raise SettingsError("invalid settings: " + "; ".join(unknown))
+        raise SettingsError("invalid settings: " + _listed(unknown))
     if config_file is None and os.environ.get(CONFIG_FILE_VARIABLE):
         config_file = Path(os.environ[CONFIG_FILE_VARIABLE])
     settings_cls = Settings
     if config_file is not None:
-        if not config_file.is_file():
-            raise SettingsError(f"config file {config_file} does not exist")
+        values = _file_values(config_file)
 
         class FromFile(Settings):
-            model_config = SettingsConfigDict(toml_file=config_file)
+            file_values = values
 
         settings_cls = FromFile
     try:
         return settings_cls(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
         raise SettingsError(_describe(exc)) from None
-    except (OSError, ValueError) as exc:  # an unreadable or malformed TOML file
-        raise SettingsError(f"cannot read the config file: {exc}") from None
+    except RecursionError:  # a value nested thousands deep, where pydantic walks it
+        raise SettingsError("invalid settings: a value is nested too deeply") from None
+    except OSError as exc:  # a file some validator reads: each names its own problems first
+        raise SettingsError(f"invalid settings: {shown(exc, 300)}") from None

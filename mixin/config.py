@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import string
 import tomllib
 import typing
 from collections.abc import Mapping
@@ -17,12 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from exporter import alerting
+from exporter.web.files import UnusableFile, described, load_yaml, read_small_file, shown
 
 __all__ = [
     "DEFAULT",
+    "MAX_CONFIG_BYTES",
     "ConfigError",
     "MixinConfig",
     "config_from_mapping",
@@ -30,7 +31,11 @@ __all__ = [
     "load_config",
 ]
 
-_DURATION = re.compile(r"(?:\d+(?:ms|s|m|h|d|w|y))+")
+# A mixin config is a dozen lines.
+MAX_CONFIG_BYTES = 64 * 1024
+# Longest string setting: a URL or an image reference fits; a megabyte in a manifest does not.
+_MAX_STRING_CHARS = 1024
+_DURATION = re.compile(r"(?:\d{1,9}(?:ms|s|m|h|d|w|y)){1,8}")
 _DURATION_PART = re.compile(r"(\d+)(ms|s|m|h|d|w|y)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
 _DNS_LABEL = re.compile(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?")
@@ -39,6 +44,13 @@ _QUANTITY = re.compile(r"\d+(\.\d+)?(Ki|Mi|Gi|Ti|k|M|G|T)?")
 _GRAFANA_UID = re.compile(r"[a-zA-Z0-9_-]{1,40}")
 # kept anyway (job), or the unit the rules aggregate over (instance), or the histogram's (le)
 _RESERVED_AGGREGATION = {"job", "instance", "le"}
+# Kubernetes label keys ([prefix/]name) and values, as the API server checks them.
+_LABEL_KEY_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
+_LABEL_KEY_PREFIX = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+_LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
+# Labels the manifests set themselves (mixin/kubernetes.py; its helper takes the labels as
+# keyword arguments, so "name" and "config" cannot be labels there either).
+_OWN_LABELS = {"app.kubernetes.io/name", "app.kubernetes.io/instance", "role", "name", "config"}
 
 
 class ConfigError(ValueError):
@@ -106,11 +118,24 @@ class MixinConfig:
     operator_labels: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        for item in dataclasses.fields(self):
+            value = getattr(self, item.name)
+            texts = value if isinstance(value, tuple) else [value] if isinstance(value, str) else []
+            for text in texts:
+                if len(text) > _MAX_STRING_CHARS:
+                    _fail(item.name, f"longer than {_MAX_STRING_CHARS} characters")
+                if not text.isprintable():
+                    _fail(
+                        item.name,
+                        f"{described(text)} holds a character that is not printable (a control "
+                        "character, a newline)",
+                    )
         if not _DNS_LABEL.fullmatch(self.job):
             _fail(
                 "job",
-                f"{self.job!r} must be a DNS-1035 label (lower-case letters, digits, '-'): it "
-                "names the Kubernetes Service, which the Prometheus Operator makes the job label",
+                f"{described(self.job)} must be a DNS-1035 label (lower-case letters, digits, "
+                "'-'): it names the Kubernetes Service, which the Prometheus Operator makes the "
+                "job label",
             )
         self._check_aggregation_labels()
         for name in (
@@ -128,31 +153,66 @@ class MixinConfig:
             # the generated promtool tests step in whole minutes
             seconds = duration_seconds(value) if _DURATION.fullmatch(value) else 0
             if seconds < 60 or seconds % 60:
-                _fail(name, f"{value!r} must be a whole number of minutes, such as 15m or 1h")
+                _fail(
+                    name, f"{described(value)} must be a whole number of minutes, such as 15m or 1h"
+                )
         for name in ("dashboard_refresh", "scrape_interval", "heatmap_min_interval"):
             if not _DURATION.fullmatch(getattr(self, name)):
-                _fail(name, f"{getattr(self, name)!r} is not a duration such as 30s or 1m")
-        try:
-            self.runbook("CitationDriftRateHigh")
-        except (KeyError, IndexError, ValueError) as error:
-            _fail("runbook_url", f"only {{alert}} and {{anchor}} may be filled in ({error})")
+                _fail(name, f"{described(getattr(self, name))} is not a duration such as 30s or 1m")
+        self._check_runbook_url()
         if not _GRAFANA_UID.fullmatch(self.dashboard_uid):
             _fail("dashboard_uid", "1 to 40 letters, digits, '-' or '_'")
         if self.namespace and not _DNS_LABEL.fullmatch(self.namespace):
-            _fail("namespace", f"{self.namespace!r} is not a Kubernetes namespace name")
+            _fail("namespace", f"{described(self.namespace)} is not a Kubernetes namespace name")
         for name in ("memory_request", "memory_limit"):
             if not _QUANTITY.fullmatch(getattr(self, name)):
-                _fail(name, f"{getattr(self, name)!r} is not a Kubernetes quantity such as 2Gi")
+                _fail(
+                    name,
+                    f"{described(getattr(self, name))} is not a Kubernetes quantity such as 2Gi",
+                )
         for name in ("dashboard_title", "datasource", "prometheus_url", "image"):
             if not getattr(self, name):
                 _fail(name, "must not be empty")
+        self._check_operator_labels()
+
+    def _check_runbook_url(self) -> None:
+        """Only ``{alert}`` and ``{anchor}``, as they are: str.format also takes
+        ``{alert:>999999999}`` (a gigabyte of padding) and ``{alert.__class__}``.
+        """
+        try:
+            fields = [
+                (name, spec, conversion)
+                for _, name, spec, conversion in string.Formatter().parse(self.runbook_url)
+                if name is not None
+            ]
+        except ValueError as error:
+            _fail("runbook_url", f"is not a format string ({error})")
+        for name, spec, conversion in fields:
+            if name not in ("alert", "anchor") or spec or conversion:
+                _fail("runbook_url", "only {alert} and {anchor} may be filled in")
+
+    def _check_operator_labels(self) -> None:
+        for key, value in self.operator_labels.items():
+            prefix, slash, name = key.rpartition("/")
+            if not _LABEL_KEY_NAME.fullmatch(name) or (
+                slash and not _LABEL_KEY_PREFIX.fullmatch(prefix)
+            ):
+                _fail("operator_labels", f"{described(key)} is not a Kubernetes label key")
+            if key in _OWN_LABELS:
+                _fail("operator_labels", f"{described(key)} is set by the manifests themselves")
+            if not _LABEL_VALUE.fullmatch(value):
+                _fail(
+                    "operator_labels",
+                    f"the value of {described(key)} is not a Kubernetes label value "
+                    "(at most 63 letters, digits, '-', '_' or '.')",
+                )
 
     def _check_aggregation_labels(self) -> None:
         for label in self.aggregation_labels:
-            if not _LABEL_NAME.fullmatch(label):
-                _fail("aggregation_labels", f"{label!r} is not a label name")
+            if not _LABEL_NAME.fullmatch(label) or label.startswith("__"):
+                _fail("aggregation_labels", f"{described(label)} is not a label name")
             if label in _RESERVED_AGGREGATION:
-                _fail("aggregation_labels", f"{label!r} is always handled by the rules")
+                _fail("aggregation_labels", f"{described(label)} is always handled by the rules")
         if len(set(self.aggregation_labels)) != len(self.aggregation_labels):
             _fail("aggregation_labels", "a label is listed twice")
 
@@ -182,17 +242,17 @@ def _coerce(name: str, hint: Any, value: Any) -> Any:
     origin = typing.get_origin(hint)
     if hint is str:
         if not isinstance(value, str):
-            _fail(name, f"expected a string, got {value!r}")
+            _fail(name, f"expected a string, got {described(value)}")
         return value
     if origin is tuple:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            _fail(name, f"expected a list of strings, got {value!r}")
+            _fail(name, f"expected a list of strings, got {described(value)}")
         return tuple(value)
     if origin is Mapping:
         if not isinstance(value, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in value.items()
         ):
-            _fail(name, f"expected a table of strings, got {value!r}")
+            _fail(name, f"expected a table of strings, got {described(value)}")
         return dict(value)
     raise TypeError(f"no reader for {name}: {hint}")  # a new field type needs a branch here
 
@@ -201,29 +261,46 @@ def config_from_mapping(values: Mapping[str, Any]) -> MixinConfig:
     """A config from already parsed keys and values (defaults for the rest)."""
     hints = typing.get_type_hints(MixinConfig)
     known = [f.name for f in dataclasses.fields(MixinConfig)]
-    unknown = sorted(set(values) - set(known))
+    unknown = [key for key in values if key not in known]
     if unknown:
-        raise ConfigError(
-            f"unknown key {', '.join(map(repr, unknown))}; the keys are: {', '.join(known)}"
+        listed = ", ".join(
+            f"'{shown(key, 40)}'" if isinstance(key, str) else described(key) for key in unknown[:5]
         )
+        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        raise ConfigError(f"unknown key {listed}{more}; the keys are: {', '.join(known)}")
     return MixinConfig(**{key: _coerce(key, hints[key], value) for key, value in values.items()})
 
 
 def load_config(path: Path) -> MixinConfig:
-    """Read a ``.toml`` or ``.yaml``/``.yml`` file of settings."""
-    text = path.read_text()
+    """Read a ``.toml`` or ``.yaml``/``.yml`` file of settings: at most MAX_CONFIG_BYTES of a
+    regular file, never waiting on a FIFO; every problem one ConfigError naming the file."""
+    where = shown(path)
+    if path.suffix not in (".toml", ".yaml", ".yml"):
+        raise ConfigError(f"{where}: expected a .toml, .yaml or .yml file")
     try:
+        data = read_small_file(path, MAX_CONFIG_BYTES)
         if path.suffix == ".toml":
-            values: Any = tomllib.loads(text)
-        elif path.suffix in (".yaml", ".yml"):
-            values = yaml.safe_load(text) or {}
+            values: Any = _toml(data)
         else:
-            raise ConfigError(f"{path}: expected a .toml, .yaml or .yml file")
-    except (tomllib.TOMLDecodeError, yaml.YAMLError) as error:
-        raise ConfigError(f"{path}: {error}") from error
+            values = load_yaml(data) or {}
+    except UnusableFile as error:
+        raise ConfigError(f"{where} {error}") from None
     if not isinstance(values, dict):
-        raise ConfigError(f"{path}: expected a table of settings at the top level")
+        raise ConfigError(f"{where}: expected a table of settings at the top level")
     try:
         return config_from_mapping(values)
     except ConfigError as error:
-        raise ConfigError(f"{path}: {error}") from error
+        raise ConfigError(f"{where}: {error}") from None
+
+
+def _toml(data: bytes) -> dict[str, Any]:
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise UnusableFile(f"is not UTF-8 (byte {error.start})") from None
+    except tomllib.TOMLDecodeError as error:
+        raise UnusableFile(f"is not valid TOML: {shown(error, 200)}") from None
+    except RecursionError:
+        raise UnusableFile("is not valid TOML: nested too deeply") from None
+    except ValueError as error:  # an integer of 5,000 digits
+        raise UnusableFile(f"holds a value TOML cannot convert: {shown(error, 200)}") from None

@@ -599,9 +599,9 @@ GOOD_HASH = "$2b$04$" + "a" * 53
         ),
         (f"basic_auth_users:\n  'a:b': '{GOOD_HASH}'\n", "'a:b' is not a usable user name"),
         ("basic_auth_users: [prometheus]\n", "basic_auth_users must be a mapping"),
-        ("tls_server_config: [\n", "cannot be read"),
+        ("tls_server_config: [\n", "is not valid YAML"),
         ("just words\n", "the file must be a mapping"),
-        (TLS + "  client_auth_type: [a, b]\n", "client_auth_type ['a', 'b'] is not one of"),
+        (TLS + "  client_auth_type: [a, b]\n", "client_auth_type a list is not one of"),
     ],
 )
 def test_an_invalid_web_config_is_one_line_naming_file_and_key(

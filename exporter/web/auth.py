@@ -53,15 +53,19 @@ class BasicAuth:
 
 
 def _credentials(authorization: str | None) -> tuple[str, bytes] | None:
-    """User and password of a ``Basic`` header; None for anything else."""
+    """User and password of a ``Basic`` header; None for anything else.
+
+    The header is whatever the client sent (http.server decodes it as Latin-1), so a character
+    outside base64, and outside ASCII, is one more wrong header rather than an exception.
+    """
     scheme, _, encoded = (authorization or "").strip().partition(" ")
     if scheme.lower() != "basic":
         return None
     try:
-        decoded = base64.b64decode(encoded.strip(), validate=True)
+        decoded = base64.b64decode(encoded.strip().encode("ascii"), validate=True)
         user, colon, password = decoded.partition(b":")
         return (user.decode("utf-8"), password) if colon else None
-    except (binascii.Error, UnicodeDecodeError):
+    except (UnicodeError, binascii.Error):  # UnicodeEncodeError: not ASCII
         return None
 
 

@@ -19,7 +19,6 @@ SettingsError, one line naming the file and the key.
 
 from __future__ import annotations
 
-import os
 import re
 import ssl
 from collections.abc import Mapping
@@ -27,12 +26,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from exporter.errors import SettingsError
-from exporter.web.tls import server_context
+from exporter.web.files import (
+    UnusableFile,
+    described,
+    load_yaml,
+    read_small_file,
+    shown,
+    small_file_problem,
+)
+from exporter.web.tls import MAX_TLS_FILE_BYTES, server_context
 
-__all__ = ["CLIENT_AUTH_TYPES", "TlsServerConfig", "WebConfig", "load_web_config"]
+__all__ = [
+    "CLIENT_AUTH_TYPES",
+    "MAX_BCRYPT_COST",
+    "MAX_WEB_CONFIG_BYTES",
+    "TlsServerConfig",
+    "WebConfig",
+    "load_web_config",
+]
+
+# A web configuration file is a few hundred bytes; this is room for hundreds of users.
+MAX_WEB_CONFIG_BYTES = 64 * 1024
+# bcrypt doubles its work with each step of cost: 14 takes about a second a check, 31 a month
+# (and start-up computes one hash at the highest cost in the file).
+MAX_BCRYPT_COST = 14
 
 # exporter-toolkit's names (Go's tls.ClientAuthType) and what Python's ssl makes of them.
 # RequestClientCert and RequireAnyClientCert accept unverified certificates: ssl cannot, and
@@ -52,8 +70,10 @@ _TLS_KEYS = (
     "min_version",
     "max_version",
 )
-# $2a$/$2b$/$2y$, a two-digit cost, 22 characters of salt and 31 of hash (htpasswd -B, bcrypt)
-_BCRYPT_HASH = re.compile(r"\$2[aby]\$(0[4-9]|[12][0-9]|3[01])\$[./A-Za-z0-9]{53}")
+# $2a$/$2b$/$2y$, a two-digit cost, 22 characters of salt and 31 of hash (htpasswd -B, bcrypt);
+# the salt's last character carries 2 of its 6 bits, so only four characters can end it (bcrypt
+# refuses any other as an invalid salt, and no password could ever match)
+_BCRYPT_HASH = re.compile(r"\$2[aby]\$(?P<cost>[0-9]{2})\$[./A-Za-z0-9]{21}[.Oeu][./A-Za-z0-9]{31}")
 
 
 @dataclass(frozen=True)
@@ -84,19 +104,17 @@ class WebConfig:
 
 def load_web_config(path: Path) -> WebConfig:
     """Read and check ``path``; its files must be usable now, not at the first scrape."""
+    where = f"web config file {shown(path)}"
     try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SettingsError(f"web config file {path} does not exist") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        why = " ".join(str(exc).split())
-        raise SettingsError(f"web config file {path} cannot be read: {why}") from None
+        document = load_yaml(read_small_file(path, MAX_WEB_CONFIG_BYTES))
+    except UnusableFile as exc:
+        raise SettingsError(f"{where} {exc}") from None
     try:
         config = _parse(path, _mapping(document or {}, None, _TOP_KEYS))
         if config.tls is not None:
             server_context(config.tls)  # a key that does not match its certificate, say
     except ValueError as exc:
-        raise SettingsError(f"web config file {path}: {exc}") from None
+        raise SettingsError(f"{where}: {exc}") from None
     return config
 
 
@@ -110,13 +128,17 @@ def _parse(path: Path, document: Mapping[str, Any]) -> WebConfig:
 
 def _mapping(value: object, where: str | None, keys: tuple[str, ...] | None) -> Mapping[str, Any]:
     """``value`` (the section ``where``; None: the whole file) as a mapping; only ``keys``."""
-    if not isinstance(value, dict) or not all(isinstance(key, str) for key in value):
+    if not isinstance(value, dict):
         raise ValueError(f"{where or 'the file'} must be a mapping of names to values")
+    prefix = f"{where}." if where else ""
     for key in value:
-        if keys is not None and key not in keys:
-            prefix = f"{where}." if where else ""
+        if not isinstance(key, str):
             raise ValueError(
-                f"unknown or unsupported key '{prefix}{key}' (supported: {', '.join(keys)})"
+                f"{where or 'the file'}: the key {described(key)} is not a string (quote it)"
+            )
+        if keys is not None and key not in keys:
+            raise ValueError(
+                f"unknown or unsupported key '{prefix}{shown(key)}' (supported: {', '.join(keys)})"
             )
     return value
 
@@ -125,7 +147,7 @@ def _tls(directory: Path, section: Mapping[str, Any]) -> TlsServerConfig:
     auth = section.get("client_auth_type") or "NoClientCert"
     if not isinstance(auth, str) or auth not in CLIENT_AUTH_TYPES:
         raise ValueError(
-            f"tls_server_config.client_auth_type {auth!r} is not one of "
+            f"tls_server_config.client_auth_type {described(auth)} is not one of "
             f"{', '.join(CLIENT_AUTH_TYPES)}"
         )
     client_ca = _file(directory, section, "client_ca_file")
@@ -159,12 +181,11 @@ def _file(directory: Path, section: Mapping[str, Any], key: str) -> Path | None:
     if not value:
         return None
     if not isinstance(value, str):
-        raise ValueError(f"tls_server_config.{key} must be a file name")
+        raise ValueError(f"tls_server_config.{key} must be a file name, not {described(value)}")
     path = directory / value
-    if not path.is_file():
-        raise ValueError(f"tls_server_config.{key} {path} does not exist")
-    if not os.access(path, os.R_OK):
-        raise ValueError(f"tls_server_config.{key} {path} is not readable")
+    problem = small_file_problem(path, MAX_TLS_FILE_BYTES)
+    if problem is not None:
+        raise ValueError(f"tls_server_config.{key} {shown(path)} {problem}")
     return path
 
 
@@ -172,7 +193,7 @@ def _version(section: Mapping[str, Any], key: str, default: str) -> ssl.TLSVersi
     name = section.get(key) or default
     if not isinstance(name, str) or name not in _TLS_VERSIONS:
         raise ValueError(
-            f"tls_server_config.{key} {name!r} is not one of {', '.join(_TLS_VERSIONS)} "
+            f"tls_server_config.{key} {described(name)} is not one of {', '.join(_TLS_VERSIONS)} "
             "(older versions are insecure)"
         )
     return _TLS_VERSIONS[name]
@@ -181,11 +202,18 @@ def _version(section: Mapping[str, Any], key: str, default: str) -> ssl.TLSVersi
 def _users(users: Mapping[str, Any]) -> dict[str, str]:
     for name, hashed in users.items():
         if ":" in name or not name:
-            raise ValueError(f"basic_auth_users: {name!r} is not a usable user name")
-        if not isinstance(hashed, str) or not _BCRYPT_HASH.fullmatch(hashed):
+            raise ValueError(f"basic_auth_users: '{shown(name)}' is not a usable user name")
+        match = _BCRYPT_HASH.fullmatch(hashed) if isinstance(hashed, str) else None
+        if match is None:
             # the hash is a secret of sorts: never quote it
             raise ValueError(
-                f"basic_auth_users.{name} is not a bcrypt hash ($2b$10$... from "
+                f"basic_auth_users.{shown(name)} is not a bcrypt hash ($2b$10$... from "
                 "htpasswd -nBC 10 or bcrypt.hashpw)"
+            )
+        cost = int(match["cost"])
+        if not 4 <= cost <= MAX_BCRYPT_COST:
+            raise ValueError(
+                f"basic_auth_users.{shown(name)} has bcrypt cost {cost}: use 4 to "
+                f"{MAX_BCRYPT_COST} (each check at cost {MAX_BCRYPT_COST} takes about a second)"
             )
     return dict(users)
