@@ -472,18 +472,33 @@ def _did_you_mean(name: str, candidates: list[str]) -> str:
     return f" (did you mean {close[0]}?)" if close else ""
 
 
-def _describe(error: ValidationError) -> str:
+def _source(name: str, overrides: dict[str, object], config_file: Path | None) -> str:
+    """Where a setting's value came from, as its owner would look for it: the option, the
+    variable or the file (in that order of precedence, as pydantic-settings reads them)."""
+    if name in overrides:
+        return f"--{name.replace('_', '-')}"
+    variable = f"{ENV_PREFIX}{name.upper()}"
+    if variable in os.environ or config_file is None:
+        return variable
+    return f"in {shown(config_file)}"
+
+
+def _describe(
+    error: ValidationError, overrides: dict[str, object], config_file: Path | None
+) -> str:
     problems = []
     names = list(Settings.model_fields)
     for item in error.errors():
         name = ".".join(shown(str(part), 60) for part in item["loc"][:4]) or "settings"
         message = shown(item["msg"].removeprefix("Value error, "), 600)
         if item["type"] == "extra_forbidden":
-            problems.append(f"unknown setting '{name}'{_did_you_mean(name[:100], names)}")
+            where = f" in {shown(config_file)}" if config_file is not None else ""
+            problems.append(f"unknown setting '{name}'{where}{_did_you_mean(name[:100], names)}")
         elif not item["loc"]:
             problems.append(message)
         else:
-            problems.append(f"{name} ({ENV_PREFIX}{name.upper()}): {message}")
+            top = str(item["loc"][0])
+            problems.append(f"{name} ({_source(top, overrides, config_file)}): {message}")
     return "invalid settings: " + _listed(problems)
 
 
@@ -543,7 +558,7 @@ def load_settings(config_file: Path | None = None, **overrides: object) -> Setti
     try:
         return settings_cls(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
-        raise SettingsError(_describe(exc)) from None
+        raise SettingsError(_describe(exc, overrides, config_file)) from None
     except RecursionError:  # a value nested thousands deep, where pydantic walks it
         raise SettingsError("invalid settings: a value is nested too deeply") from None
     except OSError as exc:  # a file some validator reads: each names its own problems first

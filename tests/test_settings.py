@@ -82,6 +82,24 @@ def test_unknown_key_in_the_file_is_named(tmp_path: Path) -> None:
         load_settings(config)
 
 
+def test_an_invalid_value_names_where_it_came_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found walking the README: a bad value in the file was reported as its variable."""
+    config = tmp_path / "exporter.toml"
+    config.write_text('threshold = "abc"\nmetrics_port = 99999\n')
+    with pytest.raises(SettingsError) as in_file:
+        load_settings(config)
+    assert f"threshold (in {config})" in str(in_file.value)
+    with pytest.raises(SettingsError) as from_option:
+        load_settings(config, metrics_port=70000)
+    assert "metrics_port (--metrics-port)" in str(from_option.value)
+    monkeypatch.setenv("CITATION_EXPORTER_THRESHOLD", "x")
+    with pytest.raises(SettingsError) as from_variable:
+        load_settings(config)
+    assert "threshold (CITATION_EXPORTER_THRESHOLD)" in str(from_variable.value)
+
+
 def test_missing_config_file(tmp_path: Path) -> None:
     with pytest.raises(SettingsError, match="does not exist"):
         load_settings(tmp_path / "nope.toml")

@@ -208,7 +208,7 @@ def _users(users: Mapping[str, Any]) -> dict[str, str]:
             # the hash is a secret of sorts: never quote it
             raise ValueError(
                 f"basic_auth_users.{shown(name)} is not a bcrypt hash ($2b$10$... from "
-                "htpasswd -nBC 10 or bcrypt.hashpw)"
+                "htpasswd -nBC 12 or bcrypt.hashpw)"
             )
         cost = int(match["cost"])
         if not 4 <= cost <= MAX_BCRYPT_COST:
