@@ -48,9 +48,8 @@ _RESERVED_AGGREGATION = {"job", "instance", "le"}
 _LABEL_KEY_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
 _LABEL_KEY_PREFIX = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 _LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
-# Labels the manifests set themselves (mixin/kubernetes.py; its helper takes the labels as
-# keyword arguments, so "name" and "config" cannot be labels there either).
-_OWN_LABELS = {"app.kubernetes.io/name", "app.kubernetes.io/instance", "role", "name", "config"}
+# Labels the manifests set themselves (mixin/kubernetes.py): an operator label may not replace them.
+_OWN_LABELS = {"app.kubernetes.io/name", "app.kubernetes.io/instance", "role"}
 
 
 class ConfigError(ValueError):

@@ -10,6 +10,7 @@ Service lacks it). The ServiceMonitor sets no ``jobLabel`` and the Service is na
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from exporter.defaults import DEFAULT_METRICS_PORT
@@ -35,11 +36,13 @@ def pod_labels(config: MixinConfig) -> dict[str, str]:
     return {"app.kubernetes.io/name": APP, "app.kubernetes.io/instance": config.job}
 
 
-def _metadata(config: MixinConfig, name: str, **labels: str) -> dict[str, Any]:
+def _metadata(
+    config: MixinConfig, name: str, labels: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     metadata: dict[str, Any] = {"name": name}
     if config.namespace:
         metadata["namespace"] = config.namespace
-    metadata["labels"] = {**pod_labels(config), **labels}
+    metadata["labels"] = {**pod_labels(config), **(labels or {})}
     return metadata
 
 
@@ -129,7 +132,7 @@ def service_monitor(config: MixinConfig = DEFAULT) -> dict[str, Any]:
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "ServiceMonitor",
-        "metadata": _metadata(config, config.job, **config.operator_labels),
+        "metadata": _metadata(config, config.job, config.operator_labels),
         "spec": {
             "selector": {"matchLabels": pod_labels(config)},
             "endpoints": [
@@ -148,6 +151,8 @@ def prometheus_rule(config: MixinConfig = DEFAULT) -> dict[str, Any]:
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PrometheusRule",
-        "metadata": _metadata(config, config.job, role="alert-rules", **config.operator_labels),
+        "metadata": _metadata(
+            config, config.job, {"role": "alert-rules", **config.operator_labels}
+        ),
         "spec": rule_groups(config),
     }

@@ -852,7 +852,6 @@ def test_a_runbook_url_may_fill_in_only_the_alert_and_its_anchor(tmp_path: Path,
     ("labels", "named"),
     [
         pytest.param({"role": "x"}, "'role' is set by the manifests", id="role"),
-        pytest.param({"name": "x"}, "'name' is set by the manifests", id="name"),
         pytest.param({"bad key!": "x"}, "not a Kubernetes label key", id="bad-key"),
         pytest.param({"release": "a b"}, "not a Kubernetes label value", id="bad-value"),
         pytest.param({"release": "v" * 64}, "not a Kubernetes label value", id="long-value"),
@@ -864,6 +863,17 @@ def test_operator_labels_kubernetes_would_refuse_are_refused(
     """Was: "role" and "name" crashed rendering (TypeError: multiple values for a keyword
     argument of _metadata); the others rendered manifests the API server refuses."""
     _mixin_refused(_mixin_file(tmp_path, yaml.safe_dump({"operator_labels": labels})), named)
+
+
+def test_operator_labels_named_like_the_renderers_arguments_are_rendered(tmp_path: Path) -> None:
+    """Was refused to avoid a crash (the labels were keyword arguments of _metadata); now they
+    are passed as a mapping, so "name" and "config" are ordinary labels."""
+    from mixin.config import load_config
+    from mixin.kubernetes import service_monitor
+
+    path = _mixin_file(tmp_path, yaml.safe_dump({"operator_labels": {"name": "a", "config": "b"}}))
+    labels = service_monitor(load_config(path))["metadata"]["labels"]
+    assert labels["name"] == "a" and labels["config"] == "b"
 
 
 @pytest.mark.parametrize(
