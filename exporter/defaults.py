@@ -11,6 +11,7 @@ __all__ = [
     "DEFAULT_METRICS_PORT",
     "DEFAULT_THRESHOLD",
     "comma_separated",
+    "in_similarity_range",
     "similarity_threshold",
 ]
 
@@ -28,10 +29,19 @@ def comma_separated(text: str) -> frozenset[str]:
     return frozenset(item.strip() for item in text.split(",") if item.strip())
 
 
-def similarity_threshold(value: float) -> float:
-    """``value`` when it is a similarity in (1, 100]; else ValueError naming the likely slip."""
+def in_similarity_range(value: float) -> float:
+    """``value`` when it is a similarity on the 0-100 scale, (0, 100]; else ValueError."""
     if not 0.0 < value <= 100.0:
         raise ValueError(f"must be a similarity in (0, 100], got {value:g}")
+    return value
+
+
+def similarity_threshold(value: float) -> float:
+    """``value`` when it is a similarity in (1, 100]; else ValueError naming the likely slip.
+
+    Stricter than :func:`in_similarity_range` where a person types it (a setting, an option).
+    """
+    in_similarity_range(value)
     if value <= 1.0:  # 0.98 for 98: the similarity metric is a 0-1 ratio
         raise ValueError(
             f"is a similarity on the 0-100 scale; {value:g} looks like a ratio "

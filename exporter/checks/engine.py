@@ -28,7 +28,7 @@ from exporter.checks.normalize import fold
 from exporter.checks.relocate import FOUND, Budget, Place, relocate
 from exporter.checks.store import ChunkStore, DocumentView
 from exporter.checks.verdict import Action, FailedCheck, Repair, Status, Verdict
-from exporter.defaults import DEFAULT_HIGH_SEVERITY_TOPICS, DEFAULT_THRESHOLD
+from exporter.defaults import DEFAULT_HIGH_SEVERITY_TOPICS, DEFAULT_THRESHOLD, in_similarity_range
 from exporter.records.limits import DEFAULT_LIMITS, Limits, failure
 from exporter.records.schema import Chunk, Citation, InvalidCitation
 
@@ -49,8 +49,10 @@ class Policy:
     limits: Limits = DEFAULT_LIMITS
 
     def __post_init__(self) -> None:
-        if not 0.0 < self.threshold <= 100.0:
-            raise ValueError(f"threshold must be in (0, 100], got {self.threshold}")
+        try:
+            in_similarity_range(self.threshold)
+        except ValueError as exc:
+            raise ValueError(f"threshold {exc}") from None
 
     def unrepaired_action(self, topic: str | None) -> Action:
         """A claim on a high-severity topic is suppressed rather than left vaguely sourced."""
