@@ -38,10 +38,11 @@ from exporter.kafka.clients import (
     topic_partitions,
 )
 from exporter.kafka.diagnose import TokenRejectedError, explain
+from exporter.kafka.options import OWN_KAFKA_OPTIONS
 from exporter.kafka.publish import CONNECT_STAGES, Publisher
 from exporter.pipeline.outcome import DeadLetter, Origin
 from exporter.records.schema import InvalidCitation
-from exporter.settings import OWN_KAFKA_OPTIONS, Settings
+from exporter.settings import Settings
 
 
 def _jwt(expires: float) -> str:

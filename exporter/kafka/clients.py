@@ -25,8 +25,9 @@ from aiokafka.errors import (
 )
 
 from exporter.errors import RestartRequired
+from exporter.kafka.options import read_token, tls_context
 from exporter.kafka.protocols import Consumer
-from exporter.settings import Settings, read_token, tls_context
+from exporter.settings import Settings
 
 __all__ = [
     "TokenFile",
@@ -117,7 +118,9 @@ def connection_options(settings: Settings) -> dict[str, Any]:
         "security_protocol": settings.security_protocol,
     }
     if settings.security_protocol in ("SSL", "SASL_SSL"):
-        options["ssl_context"] = tls_context(settings)
+        options["ssl_context"] = tls_context(
+            settings.ssl_cafile, settings.ssl_certfile, settings.ssl_keyfile
+        )
     if settings.security_protocol.startswith("SASL"):
         mechanism = settings.sasl_mechanism or "PLAIN"
         options["sasl_mechanism"] = mechanism
