@@ -20,7 +20,6 @@ import difflib
 import importlib
 import os
 import re
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -52,13 +51,14 @@ from exporter.kafka.options import (
     tls_context,
 )
 from exporter.records.limits import DEFAULT_LIMITS, Limits
-from exporter.web.config import load_web_config
-from exporter.web.files import (
+from exporter.small_files import (
     UnusableFile,
     described,
+    load_toml,
     read_small_file,
     shown,
 )
+from exporter.web.config import load_web_config
 
 __all__ = [
     "ENV_PREFIX",
@@ -352,17 +352,9 @@ def _file_values(config_file: Path) -> dict[str, Any]:
     except UnusableFile as exc:
         raise SettingsError(f"{where} {exc}") from None
     try:
-        return tomllib.loads(data.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise SettingsError(f"{where} is not UTF-8 (byte {exc.start})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SettingsError(f"{where} is not valid TOML: {shown(exc, 200)}") from None
-    except RecursionError:
-        raise SettingsError(f"{where} is not valid TOML: nested too deeply") from None
-    except ValueError as exc:  # an integer of 5,000 digits
-        raise SettingsError(
-            f"{where} holds a value TOML cannot convert: {shown(exc, 200)}"
-        ) from None
+        return load_toml(data)
+    except UnusableFile as exc:
+        raise SettingsError(f"{where} {exc}") from None
 
 
 def load_settings(config_file: Path | None = None, **overrides: object) -> Settings:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import re
 import string
-import tomllib
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,7 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from exporter import alerting
-from exporter.web.files import UnusableFile, described, load_yaml, read_small_file, shown
+from exporter.small_files import (
+    UnusableFile,
+    described,
+    load_toml,
+    load_yaml,
+    read_small_file,
+    shown,
+)
 
 __all__ = [
     "DEFAULT",
@@ -279,7 +285,7 @@ def load_config(path: Path) -> MixinConfig:
     try:
         data = read_small_file(path, MAX_CONFIG_BYTES)
         if path.suffix == ".toml":
-            values: Any = _toml(data)
+            values: Any = load_toml(data)
         else:
             values = load_yaml(data) or {}
     except UnusableFile as error:
@@ -290,16 +296,3 @@ def load_config(path: Path) -> MixinConfig:
         return config_from_mapping(values)
     except ConfigError as error:
         raise ConfigError(f"{where}: {error}") from None
-
-
-def _toml(data: bytes) -> dict[str, Any]:
-    try:
-        return tomllib.loads(data.decode("utf-8"))
-    except UnicodeDecodeError as error:
-        raise UnusableFile(f"is not UTF-8 (byte {error.start})") from None
-    except tomllib.TOMLDecodeError as error:
-        raise UnusableFile(f"is not valid TOML: {shown(error, 200)}") from None
-    except RecursionError:
-        raise UnusableFile("is not valid TOML: nested too deeply") from None
-    except ValueError as error:  # an integer of 5,000 digits
-        raise UnusableFile(f"holds a value TOML cannot convert: {shown(error, 200)}") from None

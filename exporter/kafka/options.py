@@ -17,7 +17,7 @@ import ssl
 from pathlib import Path
 from typing import Any
 
-from exporter.web.files import (
+from exporter.small_files import (
     UnusableFile,
     described,
     read_small_file,

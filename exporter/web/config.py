@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from exporter.errors import SettingsError
-from exporter.web.files import (
+from exporter.small_files import (
     UnusableFile,
     described,
     load_yaml,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ssl
 from typing import TYPE_CHECKING
 
-from exporter.web.files import shown
+from exporter.small_files import shown
 
 if TYPE_CHECKING:
     from exporter.web.config import TlsServerConfig

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import stat
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ __all__ = [
     "MAX_YAML_NODES",
     "UnusableFile",
     "described",
+    "load_toml",
     "load_yaml",
     "read_small_file",
     "shown",
@@ -218,3 +220,18 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     if isinstance(node, yaml.MappingNode):
         return [part for pair in node.value for part in pair]
     return []
+
+
+def load_toml(data: bytes) -> dict[str, Any]:
+    """The table of a TOML document; UnusableFile for anything that is not one (not UTF-8,
+    not TOML, nested too deeply, an integer of thousands of digits)."""
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise UnusableFile(f"is not UTF-8 (byte {error.start})") from None
+    except tomllib.TOMLDecodeError as error:
+        raise UnusableFile(f"is not valid TOML: {shown(error, 200)}") from None
+    except RecursionError:
+        raise UnusableFile("is not valid TOML: nested too deeply") from None
+    except ValueError as error:  # an integer of 5,000 digits
+        raise UnusableFile(f"holds a value TOML cannot convert: {shown(error, 200)}") from None
