@@ -25,6 +25,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tls_support import openssl_certificate
 
 from exporter.errors import SettingsError
 from exporter.settings import load_settings
@@ -120,34 +121,8 @@ def _laughs(levels: int = 9) -> str:
 def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A self-signed certificate with its key, plain and encrypted."""
     directory = tmp_path_factory.mktemp("certs")
-    (directory / "openssl.cnf").write_text("[req]\ndistinguished_name = dn\n[dn]\n")
-    for name, encryption in (("server", ["-nodes"]), ("encrypted", ["-passout", "pass:pw"])):
-        subprocess.run(
-            [
-                "openssl",
-                "req",
-                "-x509",
-                "-newkey",
-                "ec",
-                "-pkeyopt",
-                "ec_paramgen_curve:prime256v1",
-                *encryption,
-                "-days",
-                "1",
-                "-config",
-                "openssl.cnf",
-                "-subj",
-                "/CN=127.0.0.1",
-                "-keyout",
-                f"{name}.key",
-                "-out",
-                f"{name}.crt",
-            ],
-            cwd=directory,
-            check=True,
-            capture_output=True,
-            timeout=30,
-        )
+    openssl_certificate(directory, "server", subject="127.0.0.1")
+    openssl_certificate(directory, "encrypted", subject="127.0.0.1", passphrase="pw")
     return directory
 
 

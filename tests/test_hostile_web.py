@@ -13,7 +13,6 @@ import base64
 import contextlib
 import socket
 import ssl
-import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -25,6 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, Counter
+from tls_support import openssl_certificate
 
 import exporter.web.server
 from exporter.web.app import make_app
@@ -243,18 +243,8 @@ def _wait_until_open(server: MetricsServer, count: int) -> None:
 @pytest.fixture(scope="module")
 def tls(tmp_path_factory: pytest.TempPathFactory) -> TlsServerConfig:
     directory = tmp_path_factory.mktemp("tls")
-    (directory / "openssl.cnf").write_text("[req]\ndistinguished_name = dn\n[dn]\n")
-    subprocess.run(
-        [
-            *("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt"),
-            *("ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-config", "openssl.cnf"),
-            *("-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"),
-            *("-keyout", "server.key", "-out", "server.crt"),
-        ],
-        cwd=directory,
-        check=True,
-        capture_output=True,
-        timeout=30,
+    openssl_certificate(
+        directory, "server", "-addext", "subjectAltName=IP:127.0.0.1", subject="127.0.0.1"
     )
     return TlsServerConfig(directory / "server.crt", directory / "server.key")
 

@@ -25,6 +25,7 @@ import pytest
 from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from prometheus_client.parser import text_string_to_metric_families as text_families
+from tls_support import openssl_certificate
 
 from exporter.checks.verdict import Action, Repair, Status, Verdict
 from exporter.outputs.metrics import ExporterMetrics, SourceLabels
@@ -383,43 +384,12 @@ def test_the_demo_and_replays_export_process_metrics_too() -> None:
 # -- TLS and basic auth ------------------------------------------------------------------------
 
 
-def _openssl(directory: Path, name: str, *extra: str) -> None:
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-days",
-            "1",
-            "-config",
-            "openssl.cnf",
-            "-subj",
-            f"/CN={name}",
-            "-keyout",
-            f"{name}.key",
-            "-out",
-            f"{name}.crt",
-            *extra,
-        ],
-        cwd=directory,
-        check=True,
-        capture_output=True,
-        timeout=30,
-    )
-
-
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Throwaway CAs and certificates: a server CA, a client CA and a stranger CA."""
     directory = tmp_path_factory.mktemp("certs")
-    (directory / "openssl.cnf").write_text("[req]\ndistinguished_name = dn\n[dn]\n")
     for ca in ("server-ca", "client-ca", "stranger-ca"):
-        _openssl(
+        openssl_certificate(
             directory,
             ca,
             "-addext",
@@ -428,7 +398,7 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "keyUsage=critical,keyCertSign,cRLSign",
         )
     leaf = ("-addext", "basicConstraints=CA:FALSE")
-    _openssl(
+    openssl_certificate(
         directory,
         "server",
         "-CA",
@@ -440,7 +410,7 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
         *leaf,
     )
     for client, ca in (("client", "client-ca"), ("stranger", "stranger-ca")):
-        _openssl(directory, client, "-CA", f"{ca}.crt", "-CAkey", f"{ca}.key", *leaf)
+        openssl_certificate(directory, client, "-CA", f"{ca}.crt", "-CAkey", f"{ca}.key", *leaf)
     return directory
 
 
