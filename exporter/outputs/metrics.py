@@ -28,6 +28,7 @@ __all__ = ["MAX_LABEL_LENGTH", "MODES", "ExporterMetrics", "SourceLabels"]
 
 MODES = tuple(mode.value for mode in Mode)
 MAX_LABEL_LENGTH = 64
+SENTENCE_KINDS = ("claim", "framing")
 OTHER = "other"
 _DRIFT_REASONS = (*(check.value for check in FailedCheck), *UNREPAIRED_OUTCOMES)
 # Signed character shifts: fine near 0, up to 8192 either way, so a chunk-size change shows as
@@ -98,8 +99,10 @@ class ExporterMetrics:
         sources: SourceLabels,
         version: str,
         state: ExporterState | None = None,
+        topics: SourceLabels | None = None,
     ) -> None:
         self.sources = sources
+        self.topics = topics if topics is not None else SourceLabels()
         self.state = state if state is not None else ExporterState()
         registry.register(StateCollector(self.state))
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
@@ -190,12 +193,36 @@ class ExporterMetrics:
             ["topic"],
             registry=registry,
         )
+        self.answer_sentences = Counter(
+            "citation_answer_sentences",
+            "Sentences of answers whose coverage was judged, by kind: claim (asserts something "
+            "checkable) or framing.",
+            ["mode", "kind"],
+            registry=registry,
+        )
+        self.uncited_claims = Counter(
+            "citation_uncited_claims",
+            "Claim-bearing sentences that no citation supports, by the answer's topic.",
+            ["mode", "topic"],
+            registry=registry,
+        )
+        self.answers_checked = Counter(
+            "citation_answers_checked",
+            "Answers whose coverage was judged (answer events that carried their sentences).",
+            ["mode"],
+            registry=registry,
+        )
         self.build_info.labels(version).set(1)
         for mode in MODES:
             self._initialise(mode)
         # a source seen for the first time gets all its series at 0 at once: a drift counter
         # born later at its first failure would hide that first burst from rate()
         sources.on_new = self._initialise_source
+        self.topics.on_new = self._initialise_topic
+
+    def _initialise_topic(self, topic: str) -> None:
+        for mode in MODES:
+            self.uncited_claims.labels(mode, topic)
 
     def _initialise_source(self, source: str) -> None:
         for mode in MODES:
@@ -215,6 +242,11 @@ class ExporterMetrics:
             self.failure_reasons.labels(mode, "superseded", check.value)
         self.shift.labels(mode)
         self.similarity.labels(mode)
+        self.answers_checked.labels(mode)
+        for kind in SENTENCE_KINDS:
+            self.answer_sentences.labels(mode, kind)
+        for topic in self.topics.known:
+            self.uncited_claims.labels(mode, topic)
 
     def initialise_topics(self, topics: Iterable[str]) -> None:
         for topic in topics:
