@@ -79,9 +79,19 @@ class _Job:
     policy: Policy
     path: str
     write_verdicts: bool
+    write_coverage: bool
 
 
 _job: _Job | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Checked:
+    """What one batch came to: JSONL of verdicts and of coverage verdicts, a partial summary."""
+
+    verdicts: bytes
+    coverage: bytes
+    summary: SweepSummary
 
 
 def _set_job(job: _Job) -> None:
@@ -89,8 +99,9 @@ def _set_job(job: _Job) -> None:
     _job = job
 
 
-def _check_batch(lines: list[tuple[int, bytes | Oversized]]) -> tuple[bytes, SweepSummary]:
-    """Check the citations of some input lines: their verdicts as JSONL, and a partial summary.
+def _check_batch(lines: list[tuple[int, bytes | Oversized]]) -> _Checked:
+    """Check the citations of some input lines: their verdicts and coverage verdicts as JSONL,
+    and a partial summary.
 
     Each line goes through the pipeline's own :func:`check_message`, as a Kafka message does,
     and into the summary as the replay and the sweeps over the answer topic add theirs.
@@ -101,6 +112,7 @@ def _check_batch(lines: list[tuple[int, bytes | Oversized]]) -> tuple[bytes, Swe
     limits = policy.limits
     summary = SweepSummary()
     verdicts: list[bytes] = []
+    coverage: list[bytes] = []
     for number, line in lines:
         origin = Origin(path, 0, number)
         if isinstance(line, Oversized):
@@ -113,7 +125,9 @@ def _check_batch(lines: list[tuple[int, bytes | Oversized]]) -> tuple[bytes, Swe
                 verdict = checked.verdict
                 index = checked.index if verdict.status is Status.INVALID else None
                 verdicts.append(verdict_json(verdict, line=number, index=index))
-    return b"".join(verdicts), summary
+        if job.write_coverage and outcome.coverage is not None:
+            coverage.append(verdict_json(outcome.coverage, line=number))
+    return _Checked(b"".join(verdicts), b"".join(coverage), summary)
 
 
 _Batch = list[tuple[int, bytes | Oversized]]
@@ -133,9 +147,7 @@ def _batches(stream: IO[bytes], max_line_bytes: int) -> Iterator[_Batch]:
         yield batch
 
 
-def _in_workers(
-    job: _Job, batches: Iterator[_Batch], jobs: int
-) -> Iterator[tuple[bytes, SweepSummary]]:
+def _in_workers(job: _Job, batches: Iterator[_Batch], jobs: int) -> Iterator[_Checked]:
     """Results of the batches, in input order, from ``jobs`` forked worker processes.
 
     A worker that dies (killed, out of memory) raises BrokenProcessPool here instead of
@@ -145,7 +157,7 @@ def _in_workers(
     with ProcessPoolExecutor(
         jobs, mp_context=context, initializer=_set_job, initargs=(job,)
     ) as pool:
-        pending: deque[Future[tuple[bytes, SweepSummary]]] = deque()
+        pending: deque[Future[_Checked]] = deque()
         for batch in batches:
             pending.append(pool.submit(_check_batch, batch))
             if len(pending) >= jobs * _IN_FLIGHT_PER_JOB:
@@ -154,17 +166,17 @@ def _in_workers(
             yield pending.popleft().result()
 
 
-def _in_process(job: _Job, batches: Iterator[_Batch]) -> Iterator[tuple[bytes, SweepSummary]]:
+def _in_process(job: _Job, batches: Iterator[_Batch]) -> Iterator[_Checked]:
     _set_job(job)
     for batch in batches:
         yield _check_batch(batch)
 
 
-def _write(out: IO[bytes], verdicts: bytes) -> None:
+def _write(out: IO[bytes], lines: bytes, what: str) -> None:
     try:
-        out.write(verdicts)
+        out.write(lines)
     except OSError as exc:
-        raise OutputError(f"cannot write the verdicts: {exc.strerror or exc}") from None
+        raise OutputError(f"cannot write the {what}: {exc.strerror or exc}") from None
 
 
 def run_sweep(
@@ -174,24 +186,28 @@ def run_sweep(
     summary: SweepSummary,
     *,
     out: IO[bytes] | None = None,
+    coverage_out: IO[bytes] | None = None,
     progress: Callable[[int], None] | None = None,
     jobs: int = 1,
 ) -> SweepSummary:
-    """Check every citation in ``citations_path``; write verdicts to ``out`` when given.
+    """Check every citation in ``citations_path``; write verdicts to ``out`` and coverage
+    verdicts (one per answer event that carried sentences) to ``coverage_out`` when given.
 
     ``progress`` is called after every batch with the number of bytes of the input consumed.
     Raises InputError (naming the file) when the citations cannot be read to their end.
     """
     started = time.perf_counter()
-    job = _Job(store, policy, citations_path, out is not None)
+    job = _Job(store, policy, citations_path, out is not None, coverage_out is not None)
     with open_input(citations_path) as source:
         batches = _batches(source.stream, policy.limits.max_message_bytes)
         results = _in_workers(job, batches, jobs) if jobs > 1 else _in_process(job, batches)
         try:
-            for verdicts, partial in results:
+            for checked in results:
                 if out is not None:
-                    _write(out, verdicts)
-                summary.merge(partial)
+                    _write(out, checked.verdicts, "verdicts")
+                if coverage_out is not None:
+                    _write(coverage_out, checked.coverage, "coverage verdicts")
+                summary.merge(checked.summary)
                 if progress is not None:
                     progress(source.position())
         except InputError as exc:

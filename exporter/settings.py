@@ -32,6 +32,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from exporter.checks.claims import load_classifier
 from exporter.checks.engine import Policy
 from exporter.defaults import (
     DEFAULT_HIGH_SEVERITY_TOPICS,
@@ -120,6 +121,7 @@ class Settings(BaseSettings):
     max_chunk_chars: int = Field(DEFAULT_LIMITS.max_chunk_chars, gt=0)
     max_doc_offset: int = Field(DEFAULT_LIMITS.max_doc_offset, gt=0)
     max_citations_per_answer: int = Field(DEFAULT_LIMITS.max_citations_per_answer, gt=0)
+    max_sentences_per_answer: int = Field(DEFAULT_LIMITS.max_sentences_per_answer, gt=0)
     max_quote_chars: int = Field(DEFAULT_LIMITS.max_quote_chars, gt=0)
     relocation_budget_ms: float = Field(DEFAULT_LIMITS.relocation_budget_ms, gt=0.0)
 
@@ -128,6 +130,10 @@ class Settings(BaseSettings):
     high_severity_topics: Annotated[frozenset[str], NoDecode] = DEFAULT_HIGH_SEVERITY_TOPICS
     sources: Annotated[frozenset[str], NoDecode] = frozenset()
     max_sources: int = Field(20, ge=0)
+    # coverage: "rules" (the built-in classifier) or "module:attribute" of another one
+    coverage_classifier: str = Field("rules", min_length=1)
+    topics: Annotated[frozenset[str], NoDecode] = frozenset()
+    max_topics: int = Field(20, ge=0)
 
     # sweeps
     sweep_quiet_seconds: float = Field(60.0, gt=0.0)
@@ -164,7 +170,17 @@ class Settings(BaseSettings):
             load_web_config(value)
         return value
 
-    @field_validator("high_severity_topics", "sources", mode="before")
+    @field_validator("coverage_classifier")
+    @classmethod
+    def _classifier_loads(cls, value: str) -> str:
+        """A classifier that cannot be imported is a start-up error, not a crash mid-stream."""
+        try:
+            load_classifier(value)
+        except SettingsError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("high_severity_topics", "sources", "topics", mode="before")
     @classmethod
     def _comma_separated(cls, value: object) -> object:
         """Accept ``a,b,c`` from an environment variable as well as a list."""
@@ -258,6 +274,7 @@ class Settings(BaseSettings):
             max_chunk_chars=self.max_chunk_chars,
             max_doc_offset=self.max_doc_offset,
             max_citations_per_answer=self.max_citations_per_answer,
+            max_sentences_per_answer=self.max_sentences_per_answer,
             max_quote_chars=self.max_quote_chars,
             relocation_budget_ms=self.relocation_budget_ms,
         )
@@ -265,7 +282,12 @@ class Settings(BaseSettings):
     @property
     def policy(self) -> Policy:
         """How citations are judged, as the checks take it."""
-        return Policy(self.threshold, self.high_severity_topics, self.limits)
+        return Policy(
+            self.threshold,
+            self.high_severity_topics,
+            self.limits,
+            load_classifier(self.coverage_classifier),
+        )
 
     # what the TOML file says, read and parsed by load_settings (None: no file)
     file_values: ClassVar[dict[str, Any] | None] = None

@@ -227,7 +227,7 @@ def test_fast_and_explained_decoders_accept_the_same_records(
         else decode_citations({"answer_id": answer_id, "citations": [record]})
     )
     try:
-        explained: Citation | None = _explained_citation(record, answer_id, None)
+        explained: Citation | None = _explained_citation(record, answer_id, None, None)
     except RecordError:
         explained = None
     if explained is None:

@@ -37,6 +37,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
+from exporter.checks.coverage import CoverageStatus
 from exporter.checks.engine import Policy, check_citation
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status, Verdict
@@ -376,7 +377,10 @@ def near_answers(draw: st.DrawFn, world: list[dict[str, Any]]) -> dict[str, Any]
     }
     hostile = {
         "citations": st.one_of(st.lists(st.just({}), min_size=3, max_size=40), json_value),
-        "sentences": st.lists(json_value, max_size=3),
+        "sentences": st.one_of(
+            st.lists(json_value, max_size=3),
+            st.lists(st.one_of(hostile_text, st.text(max_size=40)), max_size=8),
+        ),
         "answer_id": st.sampled_from(["", "\U0001f600" * 300, "x" * (MAX_ID_CHARS + 1)]),
     }
     return _mutate(draw, record, hostile)
@@ -447,6 +451,7 @@ some_limits = st.builds(
     max_message_bytes=st.sampled_from([120, 2_000, DEFAULT_LIMITS.max_message_bytes]),
     max_chunk_chars=st.sampled_from([50, DEFAULT_LIMITS.max_chunk_chars]),
     max_citations_per_answer=st.sampled_from([2, DEFAULT_LIMITS.max_citations_per_answer]),
+    max_sentences_per_answer=st.sampled_from([3, DEFAULT_LIMITS.max_sentences_per_answer]),
     max_quote_chars=st.sampled_from([30, DEFAULT_LIMITS.max_quote_chars]),
 )
 # mostly the defaults (what production runs), sometimes tight limits that inputs run into
@@ -482,6 +487,19 @@ def expected_citations(data: bytes, limits: Limits) -> int:
     if type(citations) is not list or len(citations) > limits.max_citations_per_answer:
         return 1
     return len(citations)
+
+
+def carries_sentences(data: bytes | None, limits: Limits = DEFAULT_LIMITS) -> bool:
+    """Whether an input is an answer event that carried sentences: it gets a coverage verdict."""
+    if data is None or len(data) > limits.max_message_bytes:
+        return False
+    ok, value = _parsed(data)
+    return (
+        ok
+        and type(value) is dict
+        and "citations" in value
+        and value.get("sentences") is not None
+    )
 
 
 def file_lines(data: bytes) -> list[tuple[int, bytes]]:
@@ -812,7 +830,11 @@ def test_the_pipeline_accounts_for_every_citation_of_every_message(
             _assert_publishable(verdict, outcome.origin, mode)
         if outcome.dead_letter is not None:
             event(f"dead letter {outcome.dead_letter.reason}")
-        assert all(any(p is v for v in outcome.verdicts) for p in outcome.publish)
+        publishable = [*outcome.verdicts, outcome.coverage]
+        assert all(any(p is v for v in publishable) for p in outcome.publish)
+        coverage = outcome.coverage
+        if coverage is not None and coverage.status is CoverageStatus.UNCITED_CLAIMS:
+            assert any(p is coverage for p in outcome.publish)
         failing = [v for v in outcome.verdicts if v.status is not Status.OK]
         assert all(any(p is v for p in outcome.publish) for v in failing)
     metrics.record(outcomes)
@@ -828,8 +850,12 @@ def assert_accounted_for(
     assert len(outcome.checked) == expected, (len(outcome.checked), expected, outcome.dead_letter)
     invalid = [c for c in outcome.checked if c.verdict.status is Status.INVALID]
     letter = outcome.dead_letter
-    assert (letter is None) == (not invalid)
+    coverage = outcome.coverage
+    assert (coverage is not None) == carries_sentences(value, limits)
+    bad_sentences = coverage is not None and coverage.status is CoverageStatus.INVALID
+    assert (letter is None) == (not invalid and not bad_sentences)
     if letter is not None:
+        assert letter.invalid_sentences == bad_sentences
         assert_dead_letter_short(letter)
         assert letter.key == key and letter.origin == outcome.origin
         assert len(list(letter.invalid_citations())) == len(invalid)

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from exporter.checks.claims import RuleClassifier, SentenceClassifier
 from exporter.checks.compare import FoldedQuote, text_matches
 from exporter.checks.normalize import fold
 from exporter.checks.relocate import FOUND, Budget, Place, relocate
@@ -47,6 +48,8 @@ class Policy:
     threshold: float = DEFAULT_THRESHOLD
     high_severity_topics: frozenset[str] = field(default=DEFAULT_HIGH_SEVERITY_TOPICS)
     limits: Limits = DEFAULT_LIMITS
+    # tells claim-bearing sentences from framing, for coverage (see exporter.checks.claims)
+    classifier: SentenceClassifier = field(default_factory=RuleClassifier)
 
     def __post_init__(self) -> None:
         try:

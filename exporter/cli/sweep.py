@@ -14,6 +14,7 @@ from typing import IO, Any
 import orjson
 from tqdm import tqdm
 
+from exporter.checks.claims import load_classifier
 from exporter.checks.engine import Policy
 from exporter.cli.common import (
     EXIT_CODES,
@@ -29,6 +30,7 @@ from exporter.cli.common import (
     topics,
 )
 from exporter.defaults import DEFAULT_HIGH_SEVERITY_TOPICS, DEFAULT_THRESHOLD
+from exporter.errors import SettingsError
 from exporter.file_sweep import load_store, run_sweep
 from exporter.memory import freeze_long_lived
 from exporter.outputs.report import SweepSummary
@@ -48,14 +50,19 @@ examples:
   citation-exporter sweep --chunks chunks.jsonl.gz --citations citations.jsonl.gz \\
       --out verdicts.jsonl.gz
 
+  # also say which answers assert claims no citation backs (coverage)
+  citation-exporter sweep --chunks chunks.jsonl --citations answers.jsonl \
+      --coverage-out coverage.jsonl
+
   # the same as a JSON summary, for a CI step to parse
   citation-exporter sweep --chunks chunks.jsonl --citations - --format json < answers.jsonl
 
   # try it on built-in example data (a re-chunked, re-extracted and refreshed store)
   citation-exporter sweep --example
 
---out is written under a temporary name and renamed into place when the sweep completes, so a
-failed sweep never leaves a partial verdict file; it must not be one of the inputs.
+--out and --coverage-out are written under a temporary name and renamed into place when the
+sweep completes, so a failed sweep never leaves a partial verdict file; neither may be one of
+the inputs.
 """
 
 
@@ -83,6 +90,19 @@ def add_parser(commands: Any) -> None:
     )
     sweep.add_argument(
         "--out", metavar="FILE", help="write verdicts as JSONL here (.gz compresses, - is stdout)"
+    )
+    sweep.add_argument(
+        "--coverage-out",
+        metavar="FILE",
+        help="write one coverage verdict per answer event that carried its sentences here "
+        "(JSONL; .gz compresses, - is stdout): which sentences are claims, which are uncited",
+    )
+    sweep.add_argument(
+        "--coverage-classifier",
+        default="rules",
+        metavar="SPEC",
+        help="what tells claims from framing: 'rules' (built in, offline) or "
+        "'module:attribute' of your own classifier (default: %(default)s)",
     )
     sweep.add_argument(
         "--fail-above",
@@ -163,6 +183,27 @@ def _sweep_files(
     return args.chunks, args.citations, None
 
 
+def _refuse_overwriting(args: argparse.Namespace, chunks: str, citations: str) -> None:
+    """Outputs must not be inputs, nor each other, nor share standard output."""
+    if args.out == "-" and args.coverage_out == "-":
+        raise UsageError("only one of --out and --coverage-out can write to standard output")
+    try:
+        if args.out:
+            refuse_overwriting_inputs(args.out, (chunks, citations))
+        if args.coverage_out:
+            refuse_overwriting_inputs(
+                args.coverage_out, (chunks, citations), option="--coverage-out"
+            )
+            if (
+                args.out
+                and args.out != "-"
+                and Path(args.out).resolve() == Path(args.coverage_out).resolve()
+            ):
+                raise UsageError("--out and --coverage-out name the same file")
+    except OSError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def _jobs(requested: int) -> int:
     """More workers than CPUs only add memory (each holds a batch) and switching."""
     available = available_cpus()
@@ -185,26 +226,46 @@ def _write_summary(text: str, stream: IO[str]) -> None:
 def run(args: argparse.Namespace) -> int:
     chunks, citations, workdir = _sweep_files(args)
     limits = limits_from(args)
+    try:
+        classifier = load_classifier(args.coverage_classifier)
+    except SettingsError as exc:
+        raise UsageError(f"--coverage-classifier: {exc}") from None
     policy = Policy(
-        threshold=args.threshold, high_severity_topics=args.high_severity_topics, limits=limits
+        threshold=args.threshold,
+        high_severity_topics=args.high_severity_topics,
+        limits=limits,
+        classifier=classifier,
     )
     jobs = _jobs(args.jobs)
     summary = SweepSummary()
     with workdir or nullcontext():
-        if args.out:
-            try:
-                refuse_overwriting_inputs(args.out, (chunks, citations))
-            except OSError as exc:
-                raise UsageError(str(exc)) from None
+        _refuse_overwriting(args, chunks, citations)
         try:
             store = load_store(chunks, summary, limits=limits)
         except InputError as exc:
             raise UsageError(f"cannot read --chunks {exc}") from None
         freeze_long_lived()  # before the workers fork: they share the store, untouched
         try:
-            output = open_output(args.out, (chunks, citations)) if args.out else nullcontext(None)
-            with output as out, _progress_bar(citations, not args.no_progress) as progress:
-                run_sweep(store, citations, policy, summary, out=out, progress=progress, jobs=jobs)
+            inputs = (chunks, citations)
+            output = open_output(args.out, inputs) if args.out else nullcontext(None)
+            coverage_output = (
+                open_output(args.coverage_out, inputs) if args.coverage_out else nullcontext(None)
+            )
+            with (
+                output as out,
+                coverage_output as coverage_out,
+                _progress_bar(citations, not args.no_progress) as progress,
+            ):
+                run_sweep(
+                    store,
+                    citations,
+                    policy,
+                    summary,
+                    out=out,
+                    coverage_out=coverage_out,
+                    progress=progress,
+                    jobs=jobs,
+                )
         except BrokenProcessPool:
             raise UsageError(
                 "a worker process died (killed, or out of memory?); retry with --jobs 1"
@@ -212,9 +273,15 @@ def run(args: argparse.Namespace) -> int:
         except InputError as exc:
             raise UsageError(f"cannot read --citations {exc}") from None
         except OutputError as exc:
-            where = "standard output" if args.out == "-" else args.out
-            raise UsageError(f"--out {where}: {exc}") from None
-    report_to: IO[str] = sys.stderr if args.out == "-" else sys.stdout
+            option, path = (
+                ("--coverage-out", args.coverage_out)
+                if "coverage" in str(exc)
+                else ("--out", args.out)
+            )
+            where = "standard output" if path == "-" else path
+            raise UsageError(f"{option} {where}: {exc}") from None
+    to_stdout = "-" in (args.out, args.coverage_out)
+    report_to: IO[str] = sys.stderr if to_stdout else sys.stdout
     allow_empty = args.allow_empty
     if args.format == "json":
         report = orjson.dumps(summary.to_json(args.fail_above, allow_empty)).decode()

@@ -22,10 +22,11 @@ from typing import Any
 
 from aiokafka.errors import MessageSizeTooLargeError, RecordTooLargeError
 
+from exporter.checks.coverage import CoverageVerdict
 from exporter.checks.verdict import Verdict
 from exporter.errors import InvalidJson, RecordError
 from exporter.kafka.protocols import Producer
-from exporter.outputs.verdicts import verdict_json
+from exporter.outputs.verdicts import verdict_json, verdict_key
 from exporter.pipeline.outcome import DeadLetter, Origin, Outcome
 from exporter.records import decode
 
@@ -94,6 +95,8 @@ def _headers(letter: DeadLetter, connector: str, task: str) -> list[tuple[str, b
         ("reason", letter.reason.encode()),
         ("error", letter.error.encode()[:_MAX_ERROR]),
     ]
+    if letter.invalid_sentences:
+        headers.append(("invalid_sentences", b"1"))
     if letter.citations:
         headers.append(("invalid_citations", str(len(letter.citations)).encode()))
         indexes = letter.indexes[:_MAX_INDEXES_LISTED]
@@ -121,7 +124,10 @@ class Publisher:
         self._connector = connector
         self._task = socket.gethostname()
 
-    async def verdict(self, verdict: Verdict, origin: Origin, mode: str) -> asyncio.Future[Any]:
+    async def verdict(
+        self, verdict: Verdict | CoverageVerdict, origin: Origin, mode: str
+    ) -> asyncio.Future[Any]:
+        """Send one verdict, keyed by its citation (a coverage verdict: by its answer)."""
         value = verdict_json(
             verdict,
             mode=mode,
@@ -129,7 +135,7 @@ class Publisher:
             partition=origin.partition,
             offset=origin.offset,
         )
-        key = (verdict.citation_id or "").encode()
+        key = verdict_key(verdict)
         sent: asyncio.Future[Any] = await self._producer.send(self._verdicts_topic, value, key=key)
         return sent
 

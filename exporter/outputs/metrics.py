@@ -17,6 +17,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from exporter.checks.coverage import CoverageStatus, CoverageVerdict
 from exporter.checks.relocate import UNREPAIRED_OUTCOMES
 from exporter.checks.verdict import FailedCheck, Status
 from exporter.outputs.histograms import BatchHistogram
@@ -278,6 +279,8 @@ class ExporterMetrics:
         invalid, repaired = Status.INVALID, Status.DRIFT_REPAIRED
         for outcome in outcomes:
             mode = outcome.mode
+            if outcome.coverage is not None:
+                self._tally_coverage(outcome.coverage, mode, messages)
             inline = mode is Mode.INLINE
             if inline:
                 topic = outcome.origin.topic
@@ -315,6 +318,22 @@ class ExporterMetrics:
         for metric, labels in messages:
             if metric is self.events:
                 self._child(self.last_event, labels).set(now)
+
+    def _tally_coverage(
+        self, coverage: CoverageVerdict, mode: Mode, counts: dict[_Key, int]
+    ) -> None:
+        """An answer whose coverage was judged: its sentences by kind, its uncited claims.
+        (An invalid one is counted with its message's dead letter.)"""
+        if coverage.status is CoverageStatus.INVALID:
+            return
+        for key, count in (
+            ((self.answers_checked, (mode,)), 1),
+            ((self.answer_sentences, (mode, "claim")), len(coverage.claims)),
+            ((self.answer_sentences, (mode, "framing")), len(coverage.framing)),
+            ((self.uncited_claims, (mode, self.topics(coverage.topic))), len(coverage.uncited)),
+        ):
+            if count:
+                counts[key] = counts.get(key, 0) + count
 
     def _keys(self, status: Status, reason: str | None, mode: str, source: str) -> tuple[_Key, ...]:
         """The counters (and their labels) one checked citation increments."""

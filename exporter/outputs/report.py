@@ -12,10 +12,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from exporter.checks.coverage import CoverageStatus, CoverageVerdict
 from exporter.checks.verdict import Status, Verdict
 from exporter.pipeline.outcome import Outcome
 
-__all__ = ["SHIFT_BOUNDS", "ShiftCluster", "SweepSummary", "shift_clusters"]
+__all__ = ["SHIFT_BOUNDS", "CoverageSummary", "ShiftCluster", "SweepSummary", "shift_clusters"]
 
 # Signed, symmetric bucket bounds: fine near 0, up to several thousand characters either way.
 _POSITIVE = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
@@ -23,6 +24,10 @@ SHIFT_BOUNDS: tuple[int, ...] = (*(-b for b in reversed(_POSITIVE)), 0, *_POSITI
 
 _BAR_WIDTH = 40
 _MAX_ERRORS_KEPT = 20
+# Topics counted one by one in a summary; an archive's further topics are counted as "other"
+# (a topic is the producer's free text: an archive may hold any number of them).
+_MAX_TOPICS_KEPT = 50
+_OTHER_TOPIC = "other"
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +90,90 @@ def _histogram(shifts: Counter[int]) -> list[tuple[str, int]]:
 
 
 @dataclass
+class CoverageSummary:
+    """Coverage of the answers that carried sentences: claims, framing, uncited, per topic."""
+
+    answers: int = 0
+    claims: int = 0
+    framing: int = 0
+    uncited: int = 0
+    invalid: int = 0
+    answers_uncited: int = 0
+    uncited_topics: Counter[str] = field(default_factory=Counter)
+
+    def add(self, verdict: CoverageVerdict) -> None:
+        if verdict.status is CoverageStatus.INVALID:
+            self.invalid += 1
+            return
+        self.answers += 1
+        self.claims += len(verdict.claims)
+        self.framing += len(verdict.framing)
+        if verdict.uncited:
+            self.uncited += len(verdict.uncited)
+            self.answers_uncited += 1
+            self._count_topic(verdict.topic or "", len(verdict.uncited))
+
+    def _count_topic(self, topic: str, count: int) -> None:
+        if topic not in self.uncited_topics and len(self.uncited_topics) >= _MAX_TOPICS_KEPT:
+            topic = _OTHER_TOPIC
+        self.uncited_topics[topic] += count
+
+    def merge(self, other: CoverageSummary) -> None:
+        self.answers += other.answers
+        self.claims += other.claims
+        self.framing += other.framing
+        self.uncited += other.uncited
+        self.invalid += other.invalid
+        self.answers_uncited += other.answers_uncited
+        for topic, count in other.uncited_topics.items():
+            self._count_topic(topic, count)
+
+    @property
+    def judged(self) -> bool:
+        return bool(self.answers or self.invalid)
+
+    @property
+    def uncited_ratio(self) -> float:
+        """Uncited claims per claim: the share of what answers asserted that nothing backs."""
+        return self.uncited / self.claims if self.claims else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "answers": self.answers,
+            "claims": self.claims,
+            "framing": self.framing,
+            "uncited": self.uncited,
+            "uncited_ratio": self.uncited_ratio,
+            "invalid": self.invalid,
+            "answers_with_uncited_claims": self.answers_uncited,
+            "uncited_by_topic": [
+                {"topic": topic or None, "uncited": count}
+                for topic, count in self.uncited_topics.most_common()
+            ],
+        }
+
+    def render_lines(self) -> list[str]:
+        if not self.judged:
+            return []
+        lines = [
+            "",
+            f"  coverage: {self.answers:,} answers with sentences; {self.claims:,} claims, "
+            f"{self.framing:,} framing",
+            f"  uncited ratio     {self.uncited_ratio:7.2%}   {self.uncited:,} claims without a "
+            f"citation, in {self.answers_uncited:,} answers (mark_uncited)",
+        ]
+        if self.uncited_topics:
+            top = ", ".join(
+                f"{topic or '(no topic)'} {count:,}"
+                for topic, count in self.uncited_topics.most_common(5)
+            )
+            lines.append(f"  uncited by topic: {top}")
+        if self.invalid:
+            lines.append(f"  answers whose sentences could not be used: {self.invalid:,}")
+        return lines
+
+
+@dataclass
 class SweepSummary:
     """Accumulates verdicts in constant memory (shifts are kept as a value -> count map)."""
 
@@ -93,6 +182,7 @@ class SweepSummary:
     methods: Counter[str] = field(default_factory=Counter)
     shifts: Counter[int] = field(default_factory=Counter)
     unknown_shifts: int = 0
+    coverage: CoverageSummary = field(default_factory=CoverageSummary)
     invalid_chunk_records: int = 0
     errors: list[str] = field(default_factory=list)
     chunks_loaded: int = 0
@@ -115,13 +205,19 @@ class SweepSummary:
                 self.shifts[repair.shift] += 1
 
     def add_outcome(self, outcome: Outcome, where: str) -> None:
-        """Add every citation of one message; keep the errors of invalid ones, at ``where``."""
+        """Add every citation of one message and its coverage; keep the errors of invalid ones,
+        at ``where``."""
         for checked in outcome.checked:
             verdict = checked.verdict
             self.add(verdict)
             if verdict.status is Status.INVALID:
                 at = where if checked.index is None else f"{where} citation #{checked.index}"
                 self.note_error(f"{at}: {verdict.error}")
+        coverage = outcome.coverage
+        if coverage is not None:
+            self.coverage.add(coverage)
+            if coverage.status is CoverageStatus.INVALID:
+                self.note_error(f"{where} sentences: {coverage.error}")
 
     def merge(self, other: SweepSummary) -> None:
         """Add the counts of a partial summary (one batch of a sweep) to this one."""
@@ -130,6 +226,7 @@ class SweepSummary:
         self.methods.update(other.methods)
         self.shifts.update(other.shifts)
         self.unknown_shifts += other.unknown_shifts
+        self.coverage.merge(other.coverage)
         self.invalid_chunk_records += other.invalid_chunk_records
         for message in other.errors:
             self.note_error(message)
@@ -206,6 +303,7 @@ class SweepSummary:
                     for c in shift_clusters(self.shifts)
                 ],
             },
+            "coverage": self.coverage.to_json(),
             "chunks_loaded": self.chunks_loaded,
             "documents_loaded": self.documents_loaded,
             "invalid_chunk_records": self.invalid_chunk_records,
@@ -273,11 +371,17 @@ class SweepSummary:
                         "  one cluster holds most of the drift: a systematic cause "
                         "(a chunker or parser change) is likely"
                     )
-        if self.invalid_chunk_records or self.statuses[Status.INVALID]:
+        lines += self.coverage.render_lines()
+        if self.invalid_chunk_records or self.statuses[Status.INVALID] or self.coverage.invalid:
             lines += [
                 "",
                 f"  invalid chunk records: {self.invalid_chunk_records:,}; "
-                f"invalid citations: {self.statuses[Status.INVALID]:,}",
+                f"invalid citations: {self.statuses[Status.INVALID]:,}"
+                + (
+                    f"; invalid sentences: {self.coverage.invalid:,}"
+                    if self.coverage.invalid
+                    else ""
+                ),
             ]
             lines += [f"    {message}" for message in self.errors]
         return "\n".join(lines)

@@ -1,4 +1,6 @@
-"""Verdicts as JSON: the record the serving side acts on, one per input citation."""
+"""Verdicts as JSON: the records the serving side acts on, one per input citation and one per
+answer whose coverage was judged (``"check": "coverage"``; a verdict without ``check`` is a
+citation's)."""
 
 from __future__ import annotations
 
@@ -7,9 +9,41 @@ from typing import Any
 
 import orjson
 
+from exporter.checks.coverage import CoverageVerdict
 from exporter.checks.verdict import Verdict
 
-__all__ = ["verdict_json", "verdict_record"]
+__all__ = ["coverage_record", "verdict_json", "verdict_key", "verdict_record"]
+
+
+def coverage_record(verdict: CoverageVerdict, **where: Any) -> dict[str, Any]:
+    """An answer's coverage verdict as a JSON-ready dict; ``where`` adds provenance.
+
+    ``topic`` is the answer's topic here, so a Kafka provenance ``topic`` is written as
+    ``source_topic`` (the name the dead letters' headers use).
+    """
+    record: dict[str, Any] = {
+        "check": "coverage",
+        "answer_id": verdict.answer_id,
+        "status": verdict.status,
+        "action": verdict.action,
+        "claims": verdict.claims,
+        "framing": verdict.framing,
+        "uncited": verdict.uncited,
+        "topic": verdict.topic,
+    }
+    if verdict.error is not None:
+        record["reason"] = verdict.reason
+        record["error"] = verdict.error
+    for key, value in where.items():
+        record["source_topic" if key == "topic" else key] = value
+    return record
+
+
+def verdict_key(verdict: Verdict | CoverageVerdict) -> bytes:
+    """The Kafka key of a published verdict: its citation's id, or a coverage verdict's answer."""
+    if isinstance(verdict, CoverageVerdict):
+        return (verdict.answer_id or "").encode()
+    return (verdict.citation_id or "").encode()
 
 
 def verdict_record(verdict: Verdict, **where: Any) -> dict[str, Any]:
@@ -42,14 +76,17 @@ def verdict_record(verdict: Verdict, **where: Any) -> dict[str, Any]:
     return record
 
 
-def verdict_json(verdict: Verdict, **where: Any) -> bytes:
+def verdict_json(verdict: Verdict | CoverageVerdict, **where: Any) -> bytes:
     """One JSONL line (with its newline).
 
     orjson writes integers of 64 bits at most; the decoder bounds every offset well below that,
     and should any value still be beyond orjson, the standard library writes the line instead:
     a verdict that cannot be written would be a record that stops the monitor.
     """
-    record = verdict_record(verdict, **where)
+    if isinstance(verdict, CoverageVerdict):
+        record = coverage_record(verdict, **where)
+    else:
+        record = verdict_record(verdict, **where)
     try:
         return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
     except TypeError:

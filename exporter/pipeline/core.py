@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from exporter.checks.coverage import CoverageStatus
 from exporter.checks.engine import Policy
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status
@@ -118,4 +119,10 @@ class Pipeline:
             status = checked.verdict.status
             if status is not Status.INVALID and (publish_all or status is not Status.OK):
                 outcome.publish.append(checked.verdict)
+        coverage = outcome.coverage
+        if coverage is not None and (
+            coverage.status is CoverageStatus.UNCITED_CLAIMS
+            or (publish_all and coverage.status is CoverageStatus.COVERED)
+        ):
+            outcome.publish.append(coverage)
         return outcome

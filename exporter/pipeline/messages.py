@@ -11,10 +11,16 @@ from __future__ import annotations
 
 import time
 
+from exporter.checks.coverage import (
+    CoverageStatus,
+    CoverageVerdict,
+    check_coverage,
+    invalid_coverage,
+)
 from exporter.checks.engine import Policy, check_or_report, invalid_verdict
 from exporter.checks.store import ChunkStore
 from exporter.pipeline.outcome import CheckedCitation, DeadLetter, Mode, Origin, Outcome
-from exporter.records.decode import InvalidJson, decode_citations, parse_json
+from exporter.records.decode import InvalidJson, decode_citations, decode_sentences, parse_json
 from exporter.records.limits import bounded, failure
 from exporter.records.schema import Citation, InvalidCitation
 
@@ -51,19 +57,51 @@ def unread(origin: Origin, error: str, mode: Mode = Mode.INLINE) -> Outcome:
 
 
 def _letter(
-    origin: Origin, value: bytes, key: bytes | None, invalid: list[InvalidCitation]
-) -> DeadLetter:
-    """One dead letter for every invalid citation of a message, however many."""
-    listed = "; ".join(
-        f"#{item.index}: {item.error}" if item.index is not None else item.error
-        for item in invalid[:_ERRORS_LISTED]
-    )
-    if len(invalid) > 1 or invalid[0].index is not None:
-        more = len(invalid) - _ERRORS_LISTED
-        listed = f"{len(invalid)} invalid citations: {listed}" + (
-            f"; and {more} more" if more > 0 else ""
+    origin: Origin,
+    value: bytes,
+    key: bytes | None,
+    invalid: list[InvalidCitation],
+    coverage: CoverageVerdict | None,
+) -> DeadLetter | None:
+    """One dead letter for every invalid citation of a message, however many, and for its
+    unusable sentences; None when there is nothing wrong."""
+    parts: list[str] = []
+    reason = invalid[0].reason if invalid else "invalid_record"
+    bad_sentences = coverage is not None and coverage.status is CoverageStatus.INVALID
+    if coverage is not None and bad_sentences:
+        parts.append(f"coverage: {coverage.error}")
+        reason = coverage.reason or reason
+    if invalid:
+        listed = "; ".join(
+            f"#{item.index}: {item.error}" if item.index is not None else item.error
+            for item in invalid[:_ERRORS_LISTED]
         )
-    return DeadLetter(origin, value, key, invalid[0].reason, bounded(listed), tuple(invalid))
+        if len(invalid) > 1 or invalid[0].index is not None:
+            more = len(invalid) - _ERRORS_LISTED
+            listed = f"{len(invalid)} invalid citations: {listed}" + (
+                f"; and {more} more" if more > 0 else ""
+            )
+        parts.append(listed)
+        reason = invalid[0].reason  # the citations' reason first: their counts key on it
+    if not parts:
+        return None
+    return DeadLetter(
+        origin, value, key, reason, bounded("; ".join(parts)), tuple(invalid), bad_sentences
+    )
+
+
+def _coverage(parsed: object, cited: set[int], policy: Policy) -> CoverageVerdict | None:
+    """The coverage verdict of an answer event that carried sentences (None otherwise)."""
+    answer = decode_sentences(parsed, policy.limits)
+    if answer is None:
+        return None
+    if answer.sentences is None:
+        error = answer.error or "the sentences could not be used"
+        return invalid_coverage(answer.answer_id, answer.topic, error, answer.reason)
+    assert answer.answer_id is not None
+    return check_coverage(
+        answer.answer_id, answer.topic, answer.sentences, cited, policy.classifier
+    )
 
 
 def check_message(
@@ -107,12 +145,15 @@ def _check(  # noqa: PLR0917 - the private body of check_message, called once
         return unusable(DeadLetter(origin, value, key, "invalid_json", str(exc)), mode)
     checked: list[CheckedCitation] = []
     invalid: list[InvalidCitation] = []
+    cited: set[int] = set()  # sentences named by a citation that could be decoded
     in_answer = type(parsed) is dict and "citations" in parsed
     # the check time is a metric of inline checks only: a sweep does not read the clock
     clock = time.perf_counter if mode is Mode.INLINE else None
     for index, item in enumerate(decode_citations(parsed, policy.limits)):
         position = index if in_answer else None
         if type(item) is Citation:
+            if item.sentence_index is not None:
+                cited.add(item.sentence_index)
             started = clock() if clock is not None else 0.0
             outcome = check_or_report(item, store, policy, position)
             if isinstance(outcome, InvalidCitation):
@@ -125,5 +166,6 @@ def _check(  # noqa: PLR0917 - the private body of check_message, called once
             assert isinstance(item, InvalidCitation)
             invalid.append(item)
             checked.append(CheckedCitation(invalid_verdict(item), item.index))
-    dead_letter = _letter(origin, value, key, invalid) if invalid else None
-    return Outcome(origin, mode, checked, dead_letter)
+    coverage = _coverage(parsed, cited, policy) if in_answer else None
+    dead_letter = _letter(origin, value, key, invalid, coverage)
+    return Outcome(origin, mode, checked, dead_letter, coverage=coverage)

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from exporter.checks.coverage import CoverageVerdict
 from exporter.checks.verdict import Status, Verdict
 from exporter.records.schema import InvalidCitation
 
@@ -41,7 +42,8 @@ class DeadLetter:
 
     ``reason`` is a bounded label value; ``citations`` are the invalid citations of a message
     whose other citations were checked (empty when the message as a whole was unusable);
-    ``truncated_from`` is the original size of a value cut to its head.
+    ``invalid_sentences`` says the answer's sentences could not be used (its coverage is
+    invalid); ``truncated_from`` is the original size of a value cut to its head.
     """
 
     origin: Origin
@@ -50,6 +52,7 @@ class DeadLetter:
     reason: str
     error: str
     citations: tuple[InvalidCitation, ...] = field(default=())
+    invalid_sentences: bool = False
     truncated_from: int | None = None  # the size of ``value`` before it was cut to its head
 
     @property
@@ -61,7 +64,7 @@ class DeadLetter:
         """One item per citation this letter stands for (one for a whole unusable message)."""
         if self.citations:
             yield from self.citations
-        else:
+        elif not self.invalid_sentences:  # unusable sentences stand for no citation
             yield InvalidCitation(self.error, reason=self.reason)
 
 
@@ -81,18 +84,22 @@ class CheckedCitation:
 
 @dataclass(slots=True)
 class Outcome:
-    """One message, handled: its citations' verdicts, its dead letter, what to publish.
+    """One message, handled: its citations' verdicts, its coverage, its dead letter, what to
+    publish.
 
-    A chunk or control message has no citations; ``dead_letter`` is at most one per message,
-    listing every invalid citation it held; ``publish`` is the verdicts to send to the verdict
-    topic (failing ones, or all inline ones with ``publish_all_verdicts``).
+    A chunk or control message has no citations; ``coverage`` is the verdict of an answer event
+    that carried ``sentences`` (None otherwise); ``dead_letter`` is at most one per message,
+    listing every invalid citation it held and unusable sentences; ``publish`` is the verdicts
+    to send to the verdict topic (failing ones, or all inline ones with
+    ``publish_all_verdicts``).
     """
 
     origin: Origin
     mode: Mode = Mode.INLINE
     checked: list[CheckedCitation] = field(default_factory=list)
     dead_letter: DeadLetter | None = None
-    publish: list[Verdict] = field(default_factory=list)
+    publish: list[Verdict | CoverageVerdict] = field(default_factory=list)
+    coverage: CoverageVerdict | None = None
 
     @property
     def verdicts(self) -> list[Verdict]:

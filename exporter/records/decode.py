@@ -18,13 +18,20 @@ import orjson
 
 from exporter.errors import InvalidJson, RecordError
 from exporter.records.limits import DEFAULT_LIMITS, MAX_ID_CHARS, Limits, bounded, preview
-from exporter.records.schema import Chunk, ChunkDeletion, Citation, InvalidCitation
+from exporter.records.schema import (
+    AnswerSentences,
+    Chunk,
+    ChunkDeletion,
+    Citation,
+    InvalidCitation,
+)
 
 __all__ = [
     "InvalidJson",
     "RecordError",
     "decode_chunk",
     "decode_citations",
+    "decode_sentences",
     "parse_json",
 ]
 
@@ -177,7 +184,9 @@ def _is_timestamp(value: str) -> bool:
     return True
 
 
-def _citation(obj: dict[str, Any], answer_id: str | None, topic: str | None) -> Citation:
+def _citation(
+    obj: dict[str, Any], answer_id: str | None, topic: str | None, sentences: int | None = None
+) -> Citation:
     """Decode one citation: a straight-line check of a well-formed record, the common case.
 
     Anything unusual goes to :func:`_explained_citation`, which accepts exactly the same records
@@ -213,7 +222,13 @@ def _citation(obj: dict[str, Any], answer_id: str | None, topic: str | None) -> 
         and (suffix is None or type(suffix) is str)
         and (own_topic is None or (type(own_topic) is str and len(own_topic) <= MAX_ID_CHARS))
         and (source is None or (type(source) is str and len(source) <= MAX_ID_CHARS))
-        and (sentence_index is None or (type(sentence_index) is int and sentence_index >= 0))
+        and (
+            sentence_index is None
+            or (
+                type(sentence_index) is int
+                and 0 <= sentence_index < (MAX_OFFSET if sentences is None else sentences)
+            )
+        )
         and (emitted_at is None or (type(emitted_at) is str and _is_timestamp(emitted_at)))
     ):
         return Citation(
@@ -232,10 +247,21 @@ def _citation(obj: dict[str, Any], answer_id: str | None, topic: str | None) -> 
             source,
             sentence_index,
         )
-    return _explained_citation(obj, answer_id, topic)
+    return _explained_citation(obj, answer_id, topic, sentences)
 
 
-def _explained_citation(obj: dict[str, Any], answer_id: str | None, topic: str | None) -> Citation:
+def _sentence_index(obj: dict[str, Any], sentences: int | None) -> int | None:
+    """The sentence a citation supports; within its answer's sentences when they are known."""
+    index = _optional_count(obj, "sentence_index")
+    if index is not None and sentences is not None and index >= sentences:
+        have = f"{sentences:,} sentence" + ("" if sentences == 1 else "s")
+        raise RecordError(f"'sentence_index' {index:,} is out of range: the answer has {have}")
+    return index
+
+
+def _explained_citation(
+    obj: dict[str, Any], answer_id: str | None, topic: str | None, sentences: int | None
+) -> Citation:
     """Decode one citation field by field, raising a RecordError that names the problem."""
     if answer_id is not None:
         own = obj.get("answer_id", answer_id)
@@ -261,7 +287,7 @@ def _explained_citation(obj: dict[str, Any], answer_id: str | None, topic: str |
         emitted_at=_optional_timestamp(obj, "emitted_at"),
         topic=own_topic if own_topic is not None else topic,
         source=_optional_str(obj, "source"),
-        sentence_index=_optional_count(obj, "sentence_index"),
+        sentence_index=_sentence_index(obj, sentences),
     )
 
 
@@ -286,12 +312,61 @@ def _answer_header(obj: dict[str, Any]) -> tuple[str, str | None]:
     answer_id = _required_str(obj, "answer_id")
     _optional_timestamp(obj, "emitted_at")
     topic = _optional_str(obj, "topic")
-    sentences = obj.get("sentences")
-    if sentences is not None and not (
-        type(sentences) is list and all(type(s) is str for s in sentences)
-    ):
-        raise RecordError("'sentences' must be a list of strings")
     return answer_id, topic
+
+
+def _sentences(sentences: object) -> tuple[str, ...]:
+    if type(sentences) is not list:
+        raise RecordError(f"'sentences' must be a list of strings, got {_type_name(sentences)}")
+    for index, sentence in enumerate(sentences):
+        if type(sentence) is not str:
+            raise RecordError(
+                f"'sentences' must be a list of strings, but item #{index} is "
+                f"{_type_name(sentence)}"
+            )
+    return tuple(sentences)
+
+
+def decode_sentences(value: object, limits: Limits = DEFAULT_LIMITS) -> AnswerSentences | None:
+    """What coverage needs from an answer event: None unless it is one that carried
+    ``sentences`` (a lone citation record cannot be judged for coverage).
+
+    Never raises: sentences that cannot be used come back with ``sentences=None`` and the error,
+    and so does an answer whose citations or header are unusable (coverage needs to know which
+    sentences were cited, and by which answer).
+    """
+    if type(value) is not dict or "citations" not in value or value.get("sentences") is None:
+        return None
+    obj: dict[str, Any] = value
+    own_id = _identifier(obj.get("answer_id"))
+    own_topic = _identifier(obj.get("topic"))
+    citations = obj["citations"]
+    try:
+        if type(citations) is not list:
+            raise RecordError(f"'citations' must be a list, got {_type_name(citations)}")
+        if len(citations) > limits.max_citations_per_answer:
+            return AnswerSentences(
+                own_id,
+                own_topic,
+                None,
+                f"the answer has {len(citations):,} citations, more than "
+                f"max_citations_per_answer={limits.max_citations_per_answer:,}",
+                "oversized",
+            )
+        answer_id, topic = _answer_header(obj)
+    except RecordError as exc:
+        return AnswerSentences(own_id, own_topic, None, bounded(f"answer event: {exc}"))
+    sentences = obj["sentences"]
+    if type(sentences) is list and len(sentences) > limits.max_sentences_per_answer:
+        error = (
+            f"the answer has {len(sentences):,} sentences, more than "
+            f"max_sentences_per_answer={limits.max_sentences_per_answer:,}"
+        )
+        return AnswerSentences(answer_id, topic, None, error, "oversized")
+    try:
+        return AnswerSentences(answer_id, topic, _sentences(sentences))
+    except RecordError as exc:
+        return AnswerSentences(answer_id, topic, None, bounded(str(exc)))
 
 
 def decode_citations(
@@ -335,8 +410,16 @@ def decode_citations(
         for index, raw in enumerate(citations):
             yield _invalid(f"answer event: {exc}", raw, own_id, index)
         return
+    # a citation's sentence_index must name one of its answer's sentences, when they are usable
+    # (unusable sentences fail the answer's coverage, never its citations)
+    sentences = obj.get("sentences")
+    count = (
+        len(sentences)
+        if type(sentences) is list and all(type(s) is str for s in sentences)
+        else None
+    )
     for index, raw in enumerate(citations):
         try:
-            yield _citation(_as_object(raw, "a citation"), answer_id, topic)
+            yield _citation(_as_object(raw, "a citation"), answer_id, topic, count)
         except RecordError as exc:
             yield _invalid(str(exc), raw, answer_id, index)

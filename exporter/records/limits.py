@@ -46,6 +46,9 @@ class Limits:
     max_doc_offset: int = 100_000_000
     # An answer with more citations than this is rejected whole, in one error.
     max_citations_per_answer: int = 500
+    # An answer with more sentences than this has its coverage judged invalid (its citations
+    # are still checked): each sentence is classified, and no real answer has a thousand.
+    max_sentences_per_answer: int = 1_000
     # Quotes above this are compared and searched verbatim (raw or folded) only, never
     # approximately: approximate alignment grows with the square of the quote's length.
     max_quote_chars: int = 1_000
@@ -59,6 +62,7 @@ class Limits:
             "max_chunk_chars",
             "max_doc_offset",
             "max_citations_per_answer",
+            "max_sentences_per_answer",
             "max_quote_chars",
         ):
             if getattr(self, name) < 1:

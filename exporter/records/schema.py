@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Chunk", "ChunkDeletion", "Citation", "InvalidCitation"]
+__all__ = ["AnswerSentences", "Chunk", "ChunkDeletion", "Citation", "InvalidCitation"]
 
 
 @dataclass(slots=True)
@@ -68,4 +68,20 @@ class InvalidCitation:
     answer_id: str | None = None
     doc_id: str | None = None
     index: int | None = None
+    reason: str = "invalid_record"
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerSentences:
+    """What coverage reads from an answer event that carried ``sentences``.
+
+    ``sentences`` is None when they could not be used; ``error`` says why, and ``reason`` is a
+    bounded label value (``invalid_record`` or ``oversized``). The answer's citations are
+    decoded apart, and checked whatever this holds.
+    """
+
+    answer_id: str | None
+    topic: str | None
+    sentences: tuple[str, ...] | None
+    error: str | None = None
     reason: str = "invalid_record"

@@ -49,7 +49,11 @@ def expose(
     for collector in (ProcessCollector, PlatformCollector, GCCollector):
         collector(registry=registry)  # the chunk store's memory, CPU, GC pauses
     metrics = ExporterMetrics(
-        registry, SourceLabels(settings.sources, settings.max_sources), __version__, state
+        registry,
+        SourceLabels(settings.sources, settings.max_sources),
+        __version__,
+        state,
+        SourceLabels(settings.topics, settings.max_topics),
     )
     metrics.initialise_topics(topics)
     http = MetricsServer(

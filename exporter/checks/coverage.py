@@ -1,0 +1,103 @@
+"""Coverage: does every claim an answer makes carry a citation?
+
+Every other check walks the citations an answer emitted; a claim asserted with no citation emits
+none and walks past them all. Coverage starts from the answer's sentences instead: a classifier
+(see :mod:`exporter.checks.claims`) tells claim-bearing sentences from framing, and a claim that
+no citation names by its ``sentence_index`` is *uncited*. The action is ``mark_uncited``: the
+serving side renders those sentences visibly as uncited; it never drops them and never rewrites
+the answer. Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from exporter.checks.claims import SentenceClassifier, SentenceKind
+from exporter.records.limits import bounded, failure
+
+__all__ = [
+    "CoverageAction",
+    "CoverageStatus",
+    "CoverageVerdict",
+    "check_coverage",
+    "invalid_coverage",
+]
+
+
+class CoverageStatus(StrEnum):
+    COVERED = "covered"
+    UNCITED_CLAIMS = "uncited_claims"
+    INVALID = "invalid"
+
+
+class CoverageAction(StrEnum):
+    KEEP = "keep"
+    MARK_UNCITED = "mark_uncited"
+    FIX_RECORD = "fix_record"
+
+
+@dataclass(slots=True)
+class CoverageVerdict:
+    """One per answer event that carried ``sentences``: which are claims, which are uncited.
+
+    The lists hold sentence indices (0-based, ascending). ``reason`` and ``error`` say why an
+    ``invalid`` verdict could not be judged (``reason`` is a bounded label value, as for an
+    invalid citation: ``invalid_record``, ``oversized`` or ``check_failed``).
+    """
+
+    answer_id: str | None
+    status: CoverageStatus
+    action: CoverageAction
+    claims: list[int] = field(default_factory=list)
+    framing: list[int] = field(default_factory=list)
+    uncited: list[int] = field(default_factory=list)
+    topic: str | None = None
+    reason: str | None = None
+    error: str | None = None
+
+
+def invalid_coverage(
+    answer_id: str | None, topic: str | None, error: str, reason: str = "invalid_record"
+) -> CoverageVerdict:
+    """The verdict of an answer whose coverage cannot be judged: fix the record."""
+    return CoverageVerdict(
+        answer_id,
+        CoverageStatus.INVALID,
+        CoverageAction.FIX_RECORD,
+        topic=topic,
+        reason=reason,
+        error=bounded(error),
+    )
+
+
+def check_coverage(
+    answer_id: str,
+    topic: str | None,
+    sentences: Sequence[str],
+    cited: Collection[int],
+    classifier: SentenceClassifier,
+) -> CoverageVerdict:
+    """Classify each sentence; a claim whose index is not in ``cited`` is uncited.
+
+    Anything but a clear ``framing`` from the classifier counts as a claim (missing a claim is
+    worse than flagging framing). A classifier that raises (a plugged-in one with a bug) makes
+    this answer's coverage ``invalid`` with reason ``check_failed``; it never stops the checks.
+    """
+    claims: list[int] = []
+    framing: list[int] = []
+    try:
+        for index, sentence in enumerate(sentences):
+            if classifier.classify(sentence) == SentenceKind.FRAMING:
+                framing.append(index)
+            else:
+                claims.append(index)
+    except Exception as exc:  # one answer never stops the checks
+        return invalid_coverage(answer_id, topic, failure("classifying", exc), "check_failed")
+    uncited = [index for index in claims if index not in cited]
+    if uncited:
+        status, action = CoverageStatus.UNCITED_CLAIMS, CoverageAction.MARK_UNCITED
+    else:
+        status, action = CoverageStatus.COVERED, CoverageAction.KEEP
+    return CoverageVerdict(answer_id, status, action, claims, framing, uncited, topic)

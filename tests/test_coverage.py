@@ -1,0 +1,474 @@
+"""Coverage: claims no citation backs, judged per answer, and the malformed inputs around it.
+
+The classifier here is a stand-in whose answers the tests choose (a sentence starting ``F:`` is
+framing), so these tests pin the coverage logic, not the built-in classifier's judgement
+(tests/test_claims.py measures that).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from prometheus_client import CollectorRegistry
+
+from exporter.checks.claims import SentenceKind
+from exporter.checks.coverage import CoverageAction, CoverageStatus, CoverageVerdict
+from exporter.checks.engine import Policy
+from exporter.checks.store import ChunkStore
+from exporter.checks.verdict import Status
+from exporter.cli import main
+from exporter.outputs.metrics import ExporterMetrics, SourceLabels
+from exporter.outputs.report import SweepSummary
+from exporter.outputs.verdicts import verdict_json, verdict_key
+from exporter.pipeline.core import LocalRecord, Pipeline
+from exporter.pipeline.messages import check_message
+from exporter.pipeline.outcome import Mode, Origin, Outcome
+from exporter.records.decode import decode_chunk
+from exporter.records.limits import Limits
+
+TEXT = "Refunds are issued within 30 days. Annual plans renew automatically."
+
+
+class PrefixClassifier:
+    """Framing when the sentence starts with ``F:``; a claim otherwise."""
+
+    def classify(self, sentence: str) -> SentenceKind:
+        return SentenceKind.FRAMING if sentence.startswith("F:") else SentenceKind.CLAIM
+
+
+class BrokenClassifier:
+    def classify(self, sentence: str) -> SentenceKind:
+        raise RuntimeError("model server gone")
+
+
+POLICY = Policy(classifier=PrefixClassifier())
+
+
+def _store() -> ChunkStore:
+    store = ChunkStore()
+    store.apply(
+        decode_chunk({"doc_id": "d1", "doc_version": "v1", "chunk_id": "d1#0", "text": TEXT})
+    )
+    return store
+
+
+def _citation(number: int, sentence_index: object = None, **changes: Any) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "citation_id": f"c{number}",
+        "doc_id": "d1",
+        "doc_version": "v1",
+        "chunk_id": "d1#0",
+        "chunk_span": [0, 33],
+        "quote": "Refunds are issued within 30 days",
+    }
+    if sentence_index is not None:
+        record["sentence_index"] = sentence_index
+    return record | changes
+
+
+def _answer(sentences: object, *citations: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {
+        "answer_id": "a1",
+        "topic": "billing",
+        "sentences": sentences,
+        "citations": list(citations),
+    } | extra
+
+
+SENTENCES = [
+    "F: Thanks for asking!",
+    "Refunds are issued within 30 days.",
+    "Annual plans renew automatically.",
+    "Seats can be added at any time.",
+    "F: Anything else?",
+]
+
+
+def _check(value: object, policy: Policy = POLICY, mode: Mode = Mode.INLINE) -> Outcome:
+    data = value if isinstance(value, bytes) else orjson.dumps(value)
+    return check_message(
+        data, b"k", Origin("rag.answers", 0, 7), store=_store(), policy=policy, mode=mode
+    )
+
+
+def test_claims_without_a_citation_are_uncited() -> None:
+    """Four claims, two cited: the hole every per-citation check walks past."""
+    outcome = _check(_answer(SENTENCES, _citation(1, 1), _citation(2, 2)))
+    assert [c.verdict.status for c in outcome.checked] == [Status.OK, Status.OK]
+    coverage = outcome.coverage
+    assert coverage is not None
+    assert coverage.status is CoverageStatus.UNCITED_CLAIMS
+    assert coverage.action is CoverageAction.MARK_UNCITED
+    assert (coverage.claims, coverage.framing, coverage.uncited) == ([1, 2, 3], [0, 4], [3])
+    assert coverage.answer_id == "a1" and coverage.topic == "billing"
+    assert outcome.dead_letter is None
+
+
+def test_every_claim_cited_is_covered() -> None:
+    outcome = _check(_answer(SENTENCES[:3], _citation(1, 1), _citation(2, 2), _citation(3, 2)))
+    assert outcome.coverage is not None
+    assert outcome.coverage.status is CoverageStatus.COVERED
+    assert outcome.coverage.action is CoverageAction.KEEP
+    assert outcome.coverage.uncited == []
+
+
+def test_a_citation_that_drifted_still_covers_its_sentence() -> None:
+    """Coverage asks whether a claim was cited; whether the citation still holds is the
+    span checks' question, answered in its own verdict."""
+    drifted = _citation(1, 0, chunk_span=[35, 68])
+    outcome = _check(_answer(["Refunds are issued within 30 days."], drifted))
+    assert outcome.checked[0].verdict.status is not Status.OK
+    assert outcome.coverage is not None and outcome.coverage.uncited == []
+
+
+def test_no_sentences_no_coverage_verdict() -> None:
+    assert _check(_answer(None, _citation(1, 0))).coverage is None
+    assert (
+        _check({k: v for k, v in _answer([], _citation(1)).items() if k != "sentences"}).coverage
+        is None
+    )
+
+
+def test_an_answer_of_framing_only_or_no_sentences_is_covered() -> None:
+    for sentences in ([], ["F: Hello!", "F: Bye."]):
+        coverage = _check(_answer(sentences)).coverage
+        assert coverage is not None and coverage.status is CoverageStatus.COVERED
+
+
+def test_a_lone_citation_record_may_name_its_sentence_but_gets_no_coverage() -> None:
+    outcome = _check(_citation(1, 4, answer_id="a1"))
+    assert outcome.checked[0].verdict.status is Status.OK
+    assert outcome.coverage is None and outcome.dead_letter is None
+
+
+@pytest.mark.parametrize(
+    ("index", "error"),
+    [
+        (5, "'sentence_index' 5 is out of range: the answer has 5 sentences"),
+        (-1, "'sentence_index' must be a non-negative integer, got -1"),
+        ("2", "'sentence_index' must be a non-negative integer, got '2'"),
+        (1.0, "'sentence_index' must be a non-negative integer, got 1.0"),
+        (True, "'sentence_index' must be a non-negative integer, got True"),
+    ],
+)
+def test_a_bad_sentence_index_makes_that_citation_invalid_and_only_it(
+    index: object, error: str
+) -> None:
+    outcome = _check(_answer(SENTENCES, _citation(1, 1), _citation(2, index), _citation(3, 2)))
+    statuses = [c.verdict.status for c in outcome.checked]
+    assert statuses == [Status.OK, Status.INVALID, Status.OK]
+    assert outcome.checked[1].verdict.error == error
+    letter = outcome.dead_letter
+    assert letter is not None and letter.indexes == [1] and error in letter.error
+    # an invalid citation covers nothing: sentence 3 is uncited, whatever it named
+    assert outcome.coverage is not None and outcome.coverage.uncited == [3]
+
+
+def test_an_out_of_range_index_of_a_single_sentence_answer_reads_well() -> None:
+    outcome = _check(_answer(["Refunds are issued within 30 days."], _citation(1, 1)))
+    assert outcome.checked[0].verdict.error == (
+        "'sentence_index' 1 is out of range: the answer has 1 sentence"
+    )
+
+
+@pytest.mark.parametrize(
+    ("sentences", "error"),
+    [
+        ("Refunds are issued.", "'sentences' must be a list of strings, got str"),
+        ({"0": "x"}, "'sentences' must be a list of strings, got dict"),
+        (["ok", 3], "'sentences' must be a list of strings, but item #1 is int"),
+        (["ok", None], "'sentences' must be a list of strings, but item #1 is null"),
+        ([["nested"]], "'sentences' must be a list of strings, but item #0 is list"),
+    ],
+)
+def test_unusable_sentences_make_the_coverage_invalid_and_the_citations_are_still_checked(
+    sentences: object, error: str
+) -> None:
+    outcome = _check(_answer(sentences, _citation(1, 0), _citation(2, 0)))
+    assert [c.verdict.status for c in outcome.checked] == [Status.OK, Status.OK]
+    coverage = outcome.coverage
+    assert coverage is not None
+    assert coverage.status is CoverageStatus.INVALID
+    assert coverage.action is CoverageAction.FIX_RECORD
+    assert coverage.error == error and coverage.reason == "invalid_record"
+    letter = outcome.dead_letter
+    assert letter is not None and letter.invalid_sentences and letter.citations == ()
+    assert letter.reason == "invalid_record"
+    assert letter.error == f"coverage: {error}"
+    assert list(letter.invalid_citations()) == []  # it stands for no citation
+
+
+def test_too_many_sentences_is_an_oversized_coverage_not_a_lost_answer() -> None:
+    policy = Policy(classifier=PrefixClassifier(), limits=Limits(max_sentences_per_answer=3))
+    outcome = _check(_answer(SENTENCES, _citation(1, 1)), policy)
+    assert outcome.checked[0].verdict.status is Status.OK
+    assert outcome.coverage is not None
+    assert outcome.coverage.status is CoverageStatus.INVALID
+    assert outcome.coverage.reason == "oversized"
+    assert outcome.coverage.error == (
+        "the answer has 5 sentences, more than max_sentences_per_answer=3"
+    )
+    assert outcome.dead_letter is not None and outcome.dead_letter.reason == "oversized"
+
+
+def test_an_answer_with_a_broken_header_gets_an_invalid_coverage_verdict() -> None:
+    outcome = _check({"sentences": ["x"], "citations": [_citation(1, 0)]})
+    assert outcome.checked[0].verdict.status is Status.INVALID
+    assert outcome.coverage is not None
+    assert outcome.coverage.status is CoverageStatus.INVALID
+    assert outcome.coverage.error == "answer event: missing required field 'answer_id'"
+
+
+def test_both_invalid_citations_and_invalid_sentences_share_one_dead_letter() -> None:
+    outcome = _check(_answer("nope", _citation(1, 0, quote=""), _citation(2, 0)))
+    letter = outcome.dead_letter
+    assert letter is not None and letter.invalid_sentences and letter.indexes == [0]
+    assert letter.error.startswith("coverage: 'sentences' must be a list of strings, got str; ")
+    assert "#0: 'quote' must be a non-empty string" in letter.error
+
+
+def test_a_classifier_that_raises_fails_that_answers_coverage_only() -> None:
+    policy = Policy(classifier=BrokenClassifier())
+    outcome = _check(_answer(SENTENCES, _citation(1, 1)), policy)
+    assert outcome.checked[0].verdict.status is Status.OK
+    assert outcome.coverage is not None
+    assert outcome.coverage.status is CoverageStatus.INVALID
+    assert outcome.coverage.reason == "check_failed"
+    assert outcome.coverage.error == "classifying failed: RuntimeError: 'model server gone'"
+
+
+def test_anything_but_a_clear_framing_from_a_classifier_is_a_claim() -> None:
+    class Unsure:
+        def classify(self, sentence: str) -> Any:
+            return {"framing?": "maybe"}
+
+    outcome = _check(_answer(["Hello."]), Policy(classifier=Unsure()))
+    assert outcome.coverage is not None and outcome.coverage.claims == [0]
+
+
+def _pipeline(publish_all: bool = False) -> Pipeline:
+    return Pipeline(_store(), POLICY, publish_all=publish_all)
+
+
+def _record(value: dict[str, Any], offset: int = 0) -> LocalRecord:
+    return LocalRecord("rag.answers", 0, offset, b"k", orjson.dumps(value))
+
+
+def test_only_uncited_claims_are_published_unless_all_verdicts_are() -> None:
+    uncited = _answer(SENTENCES, _citation(1, 1))
+    covered = _answer(SENTENCES[:2], _citation(1, 1))
+    invalid = _answer(7, _citation(1, 1))
+    quiet = _pipeline()
+    assert [type(v) for v in quiet.answer(_record(uncited)).publish] == [CoverageVerdict]
+    assert quiet.answer(_record(covered)).publish == []
+    assert quiet.answer(_record(invalid)).publish == []  # dead-lettered instead
+    loud = _pipeline(publish_all=True)
+    published = loud.answer(_record(covered)).publish
+    assert [type(v).__name__ for v in published] == ["Verdict", "CoverageVerdict"]
+    assert loud.answer(_record(invalid)).publish[-1:] != [CoverageVerdict]
+    # a sweep publishes failures only, even with publish_all_verdicts
+    assert loud.answer(_record(covered), Mode.SWEEP).publish == []
+
+
+def test_the_coverage_verdict_on_the_wire() -> None:
+    outcome = _check(_answer(SENTENCES, _citation(1, 1), _citation(2, 2)))
+    assert outcome.coverage is not None
+    line = verdict_json(outcome.coverage, mode="inline", topic="rag.answers", offset=7)
+    assert line.endswith(b"\n")
+    kafka = json.loads(line)
+    assert kafka["topic"] == "billing"  # the answer's topic; the Kafka one is its provenance
+    assert (kafka["source_topic"], kafka["offset"], kafka["mode"]) == ("rag.answers", 7, "inline")
+    record = json.loads(verdict_json(outcome.coverage, line=3))
+    assert record == {
+        "check": "coverage",
+        "answer_id": "a1",
+        "status": "uncited_claims",
+        "action": "mark_uncited",
+        "claims": [1, 2, 3],
+        "framing": [0, 4],
+        "uncited": [3],
+        "topic": "billing",
+        "line": 3,
+    }
+    assert verdict_key(outcome.coverage) == b"a1"
+    invalid = _check(_answer(7)).coverage
+    assert invalid is not None
+    record = json.loads(verdict_json(invalid))
+    assert record["status"] == "invalid" and record["action"] == "fix_record"
+    assert record["reason"] == "invalid_record"
+    assert record["error"] == "'sentences' must be a list of strings, got int"
+
+
+def _sample(registry: CollectorRegistry, name: str, **labels: str) -> float:
+    value = registry.get_sample_value(name, labels)
+    assert value is not None, (name, labels)
+    return value
+
+
+def test_metrics_count_answers_sentences_and_uncited_claims_by_bounded_topic() -> None:
+    registry = CollectorRegistry()
+    metrics = ExporterMetrics(registry, SourceLabels(), "t", topics=SourceLabels(limit=1))
+    pipeline = _pipeline()
+    outcomes = [
+        pipeline.answer(_record(_answer(SENTENCES, _citation(1, 1)), 0)),  # 3 uncited
+        pipeline.answer(_record(_answer(SENTENCES[:2], _citation(1, 1)), 1)),  # covered
+        pipeline.answer(_record(_answer(SENTENCES[1:3], topic="legal"), 2)),  # 2 uncited
+        pipeline.answer(_record(_answer("bad", _citation(1, 1)), 3)),  # invalid
+        pipeline.answer(_record(_citation(9, 0, answer_id="a9"), 4)),  # no coverage
+        pipeline.answer(_record(_answer(SENTENCES[1:2], topic="hr"), 5), Mode.SWEEP),  # 1 uncited
+    ]
+    metrics.record(outcomes)
+    assert _sample(registry, "citation_answers_checked_total", mode="inline") == 3
+    assert _sample(registry, "citation_answers_checked_total", mode="sweep") == 1
+    sentences = "citation_answer_sentences_total"
+    assert _sample(registry, sentences, mode="inline", kind="claim") == 3 + 1 + 2
+    assert _sample(registry, sentences, mode="inline", kind="framing") == 2 + 1
+    assert _sample(registry, sentences, mode="sweep", kind="claim") == 1
+    uncited = "citation_uncited_claims_total"
+    assert _sample(registry, uncited, mode="inline", topic="billing") == 2
+    assert _sample(registry, uncited, mode="inline", topic="other") == 2  # past max_topics=1
+    assert _sample(registry, uncited, mode="sweep", topic="other") == 1
+    assert _sample(registry, uncited, mode="sweep", topic="billing") == 0  # born at 0
+    invalid = "citation_exporter_invalid_events_total"
+    assert _sample(registry, invalid, topic="rag.answers", reason="invalid_record") == 1
+
+
+def test_the_summary_adds_up_coverage_and_keeps_the_error() -> None:
+    summary = SweepSummary()
+    for value in (
+        _answer(SENTENCES, _citation(1, 1)),
+        _answer(SENTENCES[:2], _citation(1, 1), topic="legal"),
+        _answer(["Seats are unlimited."], topic="legal"),
+        _answer([3], _citation(1, 1)),
+    ):
+        summary.add_outcome(_check(value, mode=Mode.SWEEP), "answers.jsonl:1")
+    report = summary.to_json(0.01)["coverage"]
+    assert report == {
+        "answers": 3,
+        "claims": 3 + 1 + 1,
+        "framing": 2 + 1,
+        "uncited": 2 + 0 + 1,
+        "uncited_ratio": 3 / 5,
+        "invalid": 1,
+        "answers_with_uncited_claims": 2,
+        "uncited_by_topic": [
+            {"topic": "billing", "uncited": 2},
+            {"topic": "legal", "uncited": 1},
+        ],
+    }
+    assert summary.errors == [
+        "answers.jsonl:1 sentences: 'sentences' must be a list of strings, but item #0 is int"
+    ]
+    text = summary.render_text(0.01)
+    assert "coverage: 3 answers with sentences; 5 claims, 3 framing" in text
+    assert "uncited ratio      60.00%   3 claims without a citation, in 2 answers" in text
+    assert "uncited by topic: billing 2, legal 1" in text
+
+
+def test_a_summary_keeps_a_bounded_number_of_topics() -> None:
+    summary = SweepSummary()
+    for number in range(80):
+        summary.add_outcome(_check(_answer(["A claim."], topic=f"t{number}")), "f:1")
+    topics = summary.coverage.uncited_topics
+    assert len(topics) == 51 and topics["other"] == 30
+    assert sum(topics.values()) == 80
+
+
+def _write(path: Path, records: list[Any]) -> Path:
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    return path
+
+
+def test_the_sweep_writes_one_coverage_verdict_per_answer_with_sentences(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chunks = _write(
+        tmp_path / "chunks.jsonl",
+        [{"doc_id": "d1", "doc_version": "v1", "chunk_id": "d1#0", "text": TEXT}],
+    )
+    citations = _write(
+        tmp_path / "answers.jsonl",
+        [
+            _answer(["Refunds are issued within 30 days.", "Plans renew."], _citation(1, 0)),
+            _citation(2, 0, answer_id="a2"),  # a lone citation: no coverage verdict
+            _answer(["Refunds are issued within 30 days."], _citation(3, 0), answer_id="a3"),
+            _answer({"not": "a list"}, _citation(4, 0), answer_id="a4"),
+            {"answer_id": "a5", "citations": [_citation(5, 0)]},  # no sentences
+        ],
+    )
+    out = tmp_path / "coverage.jsonl"
+    code = main(
+        [
+            "sweep",
+            "--chunks",
+            str(chunks),
+            "--citations",
+            str(citations),
+            "--coverage-out",
+            str(out),
+            "--format",
+            "json",
+            "--jobs",
+            "1",
+        ]
+    )
+    assert code == 0
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(v["answer_id"], v["status"], v["uncited"], v["line"]) for v in lines] == [
+        ("a1", "uncited_claims", [1], 1),
+        ("a3", "covered", [], 3),
+        ("a4", "invalid", [], 4),
+    ]
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["statuses"]["ok"] == 5  # every citation checked, a4's too
+    assert summary["coverage"] | {"uncited_by_topic": None} == {
+        "answers": 2,
+        "claims": 3,
+        "framing": 0,
+        "uncited": 1,
+        "uncited_ratio": 1 / 3,
+        "invalid": 1,
+        "answers_with_uncited_claims": 1,
+        "uncited_by_topic": None,
+    }
+
+
+def test_the_sweep_refuses_a_classifier_it_cannot_load(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit, match="2"):
+        main(["sweep", "--example", "--coverage-classifier", "no.such.module:Thing"])
+    error = capsys.readouterr().err
+    assert "--coverage-classifier" in error and "no.such.module" in error
+
+
+def test_the_sweep_refuses_two_outputs_on_standard_output(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit, match="2"):
+        main(["sweep", "--example", "--out", "-", "--coverage-out", "-"])
+    assert "only one of --out and --coverage-out" in capsys.readouterr().err
+
+
+def test_the_sweep_refuses_a_coverage_output_that_is_an_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chunks = _write(tmp_path / "chunks.jsonl", [])
+    citations = _write(tmp_path / "answers.jsonl", [])
+    with pytest.raises(SystemExit, match="2"):
+        main(
+            [
+                "sweep",
+                "--chunks",
+                str(chunks),
+                "--citations",
+                str(citations),
+                "--coverage-out",
+                str(citations),
+            ]
+        )
+    assert "--coverage-out" in capsys.readouterr().err
