@@ -34,6 +34,22 @@ MIN_CHECKS_PER_SECOND = 0.1
 # Share of consumed messages dead-lettered (15 minutes) that opens a ticket.
 INVALID_EVENTS_RATIO = 0.01
 
+# Coverage: the inline share of claim sentences that no citation supports (uncited claims /
+# claim sentences, over MixinConfig.coverage_window, 1 hour) that opens a ticket. A generator
+# that cites as instructed leaves few claims uncited (some framing the classifier calls a claim
+# shows up as an uncited claim, so the floor is not 0); a model or prompt change that stops
+# citing moves it far above; one topic whose retrieval returns nothing adds that topic's share
+# of the claims. A ticket, never a page: coverage moves with model and prompt deploys, not
+# minute by minute.
+UNCITED_CLAIMS_RATIO_TICKET = 0.10
+# The hourly ratio already smooths; a further hour above the line says the change is live and
+# stays (not a canary rolled back), and a ticket loses nothing by waiting for it.
+UNCITED_CLAIMS_FOR = "1h"
+# Traffic guard of the coverage ticket: below this many inline claim sentences per second
+# (averaged over the window) the share is noise. 0.05/s is 180 claim sentences in the hour, so
+# at night a handful of answers (say 4 uncited of 20 claims) cannot open a ticket.
+MIN_CLAIMS_PER_SECOND = 0.05
+
 # Meta-monitoring.
 EXPORTER_DOWN_FOR = "5m"
 EXPORTER_ABSENT_FOR = "15m"

@@ -87,6 +87,9 @@ class MixinConfig:
     # Window in which a consumer that moved nothing while lag grew counts as stalled: longer than
     # a rebalance or a broker restart, which pause consumption briefly.
     stall_window: str = "10m"
+    # Window of the coverage ratio (uncited claims per claim sentence) and its traffic guard:
+    # coverage moves with model and prompt deploys, not minute by minute, so an hour.
+    coverage_window: str = "1h"
     # How long each condition must hold before it alerts (thresholds: exporter/alerting.py).
     drift_for: str = alerting.DRIFT_FOR  # a deploy's first minutes are noisy; page on a trend
     superseded_for: str = alerting.SUPERSEDED_FOR  # a ticket only: short is fine
@@ -95,6 +98,7 @@ class MixinConfig:
     exporter_absent_for: str = alerting.EXPORTER_ABSENT_FOR  # rides out a redeploy
     not_ready_for: str = alerting.NOT_READY_FOR  # loading a large chunk store takes minutes
     stalled_for: str = alerting.STALLED_FOR  # on top of the stall window itself
+    coverage_for: str = alerting.UNCITED_CLAIMS_FOR  # a ticket: the change is live and stays
 
     # --- the Grafana board -------------------------------------------------------------------
     dashboard_uid: str = "citation-drift"  # stable, so links and bookmarks survive re-imports
@@ -146,6 +150,7 @@ class MixinConfig:
         for name in (
             "rate_window",
             "stall_window",
+            "coverage_window",
             "drift_for",
             "superseded_for",
             "invalid_events_for",
@@ -153,6 +158,7 @@ class MixinConfig:
             "exporter_absent_for",
             "not_ready_for",
             "stalled_for",
+            "coverage_for",
         ):
             value = getattr(self, name)
             # the generated promtool tests step in whole minutes

@@ -121,6 +121,7 @@ class _Queries:
         names = Names(config)
         self.drift = self._ratio(names.instance_drift, names.instance_checks)
         self.superseded = self._ratio(names.instance_superseded, names.instance_checks)
+        self.uncited = self._ratio(names.instance_uncited, names.instance_claims)
 
     def _ratio(self, numerator: str, denominator: str) -> str:
         """Summed per job from the per-instance rules, so the instance filter applies."""
@@ -134,6 +135,7 @@ def _panels(config: MixinConfig) -> list[dict[str, Any]]:
     q = _Queries(config)
     select, inline, window = q.select, q.inline, spoken(config.rate_window)
     page, baseline = c.DRIFT_RATIO_PAGE, c.DRIFT_RATIO_BASELINE
+    ticket, coverage_window = c.UNCITED_CLAIMS_RATIO_TICKET, spoken(config.coverage_window)
     return [
         _row("Drift since the deploy", 0),
         _panel(
@@ -310,7 +312,47 @@ def _panels(config: MixinConfig) -> list[dict[str, Any]]:
                 "reduceOptions": {"calcs": ["lastNotNull"]},
             },
         ),
-        _row("Where and the exporter's health", 38),
+        _row("Coverage", 38),
+        _panel(
+            "timeseries",
+            f"Uncited claims per claim sentence (inline, {coverage_window})",
+            "Share of the claim sentences of live answers that no citation supports (framing "
+            "sentences are not counted). A model or prompt change that stops citing raises it "
+            f"across topics; one topic's retrieval returning nothing raises it by that topic's "
+            f"share. Opens a ticket above {ticket:.0%} with enough traffic.",
+            [
+                _target(q.uncited, f"uncited {q.legend}"),
+                _target(f"vector({ticket})", f"ticket threshold {ticket:.0%}"),
+            ],
+            "percentunit",
+            (0, 39, 16, 8),
+            defaults={
+                "min": 0,
+                "custom": {"thresholdsStyle": {"mode": "line"}},
+                "thresholds": _thresholds((None, "green"), (ticket, "orange")),
+            },
+        ),
+        _panel(
+            "bargauge",
+            "Uncited claims by topic, in range",
+            "Claim sentences without a citation per answer topic (the answer's subject, not a "
+            "Kafka topic) within the time range, worst ten: one topic alone points at its "
+            "retrieval, all of them at the generator.",
+            [
+                _target(
+                    "topk(10,\n"
+                    "  sum by (topic) (increase(citation_uncited_claims_total"
+                    f"{{{inline}}}[$__range]))\n)",
+                    "{{topic}}",
+                    instant=True,
+                )
+            ],
+            "short",
+            (16, 39, 8, 8),
+            defaults={"decimals": 0},
+            options={"orientation": "horizontal", "reduceOptions": {"calcs": ["lastNotNull"]}},
+        ),
+        _row("Where and the exporter's health", 47),
         _panel(
             "bargauge",
             "Top sources by drift ratio",
@@ -327,7 +369,7 @@ def _panels(config: MixinConfig) -> list[dict[str, Any]]:
                 )
             ],
             "percentunit",
-            (0, 39, 8, 8),
+            (0, 48, 8, 8),
             options={"orientation": "horizontal", "reduceOptions": {"calcs": ["lastNotNull"]}},
             defaults={"thresholds": _thresholds((None, "green"), (page, "red"))},
         ),
@@ -342,7 +384,7 @@ def _panels(config: MixinConfig) -> list[dict[str, Any]]:
                 )
             ],
             "cps",
-            (8, 39, 8, 8),
+            (8, 48, 8, 8),
         ),
         _panel(
             "timeseries",
@@ -355,7 +397,7 @@ def _panels(config: MixinConfig) -> list[dict[str, Any]]:
                 )
             ],
             "short",
-            (16, 39, 8, 8),
+            (16, 48, 8, 8),
         ),
         _panel(
             "stat",
@@ -366,7 +408,7 @@ def _panels(config: MixinConfig) -> list[dict[str, Any]]:
                 _target(f"count(citation_exporter_ready{{{select}}})", "scraped"),
             ],
             "short",
-            (0, 47, 8, 5),
+            (0, 56, 8, 5),
         ),
         _panel(
             "timeseries",
@@ -380,7 +422,7 @@ def _panels(config: MixinConfig) -> list[dict[str, Any]]:
                 )
             ],
             "cps",
-            (8, 47, 8, 5),
+            (8, 56, 8, 5),
         ),
         _panel(
             "stat",
@@ -391,7 +433,7 @@ def _panels(config: MixinConfig) -> list[dict[str, Any]]:
                 _target(f"sum(citation_store_documents{{{select}}})", "documents"),
             ],
             "short",
-            (16, 47, 8, 5),
+            (16, 56, 8, 5),
         ),
     ]
 
@@ -454,8 +496,9 @@ def citation_drift_dashboard(config: MixinConfig = DEFAULT) -> dict[str, Any]:
     return {
         "uid": config.dashboard_uid,
         "title": config.dashboard_title,
-        "description": "Drift and superseded citations, the shift distribution, the last sweep "
-        "and the exporter's health: open it after every parser or chunker deploy.",
+        "description": "Drift and superseded citations, the shift distribution, the last sweep, "
+        "the claims no citation supports and the exporter's health: open it after every parser, "
+        "chunker, model or prompt deploy.",
         "tags": ["citations", "rag", "citation-drift-exporter"],
         "timezone": "utc",
         "schemaVersion": 39,

@@ -65,6 +65,7 @@ class _Tests:
         self.exporter = {**self.job, "instance": "exporter-1:9877"}
         self.window = _minutes(config.rate_window)
         self.stall = _minutes(config.stall_window)
+        self.coverage_window = _minutes(config.coverage_window)
 
     # --- expectations ---------------------------------------------------------------------
 
@@ -152,6 +153,47 @@ class _Tests:
             _series(gauge, {**self.exporter, "status": "ok"}, f"{ok}x30"),
             _series(gauge, {**self.exporter, "status": "drift_repaired"}, f"{drift}x30"),
             _series(gauge, {**self.exporter, "status": "invalid"}, f"{invalid}x30"),
+        ]
+
+    def answers(
+        self,
+        claims_per_minute: float,
+        uncited: float,
+        minutes: int,
+        exporter: dict[str, str] | None = None,
+    ) -> list[dict[str, str]]:
+        """Inline answers: claim sentences per minute and the share of them uncited, split
+        over two topics; twice as many framing sentences, and a sweep that finds half of its
+        claims uncited, neither of which may move the inline ratio."""
+        exporter = exporter or self.exporter
+        inline, sweep = {**exporter, "mode": "inline"}, {**exporter, "mode": "sweep"}
+        claims, sentences = f"0+{claims_per_minute:g}x{minutes}", "citation_answer_sentences_total"
+        return [
+            _series(
+                "citation_answers_checked_total", inline, f"0+{claims_per_minute / 4:g}x{minutes}"
+            ),
+            _series(sentences, {**inline, "kind": "claim"}, claims),
+            _series(
+                sentences, {**inline, "kind": "framing"}, f"0+{claims_per_minute * 2:g}x{minutes}"
+            ),
+            _series(
+                "citation_uncited_claims_total",
+                {**inline, "topic": "billing"},
+                f"0+{claims_per_minute * uncited * 0.75:g}x{minutes}",
+            ),
+            _series(
+                "citation_uncited_claims_total",
+                {**inline, "topic": "security"},
+                f"0+{claims_per_minute * uncited * 0.25:g}x{minutes}",
+            ),
+            _series(
+                sentences, {**sweep, "kind": "claim"}, f"0+{claims_per_minute * 10:g}x{minutes}"
+            ),
+            _series(
+                "citation_uncited_claims_total",
+                {**sweep, "topic": "billing"},
+                f"0+{claims_per_minute * 5:g}x{minutes}",
+            ),
         ]
 
     def growing_lag(self, consumed: str, minutes: int) -> list[dict[str, str]]:
@@ -369,6 +411,59 @@ class _Tests:
             ),
         ]
 
+    def coverage(self) -> list[dict[str, Any]]:
+        alert, names = "CitationUncitedClaimsHigh", self.names
+        coverage_for = _minutes(self.config.coverage_for)
+        horizon = coverage_for + self.coverage_window + 20
+        line = c.UNCITED_CLAIMS_RATIO_TICKET
+        above, below = round(line + 0.02, 4), round(line - 0.01, 4)
+        # well above the traffic guard, and half of it (a quiet night)
+        busy = c.MIN_CLAIMS_PER_SECOND * 60 * 20
+        night = c.MIN_CLAIMS_PER_SECOND * 60 / 2
+        # rate() over the window of a counter that starts at 0 climbs for a whole window; at
+        # 20 times the guard it passes the guard after a twentieth of the window: pending from
+        # then on
+        fires_at = coverage_for + self.coverage_window // 20 + 3
+        other = {"job": OTHER_JOB, "instance": "elsewhere:9877"}
+        return [
+            _case(
+                f"{above:.0%} of claims uncited opens a ticket once it has lasted "
+                f"{self.config.coverage_for}, not before, and never pages",
+                self.answers(busy, above, horizon),
+                self.quiet_then_fires(alert, coverage_for, fires_at, self.job, f"{above * 100:g}%"),
+                [
+                    self.ratio_sample(names.uncited_ratio, coverage_for + 5, above),
+                    # a whole window after the start: the rate is the traffic's
+                    self.ratio_sample(names.claims, horizon - 5, round(busy / 60, 4)),
+                ],
+            ),
+            _case(
+                f"{below:.0%} of claims uncited, just below the line, opens no ticket",
+                self.answers(busy, below, horizon),
+                [self.quiet(alert, horizon - 5)],
+                [self.ratio_sample(names.uncited_ratio, horizon - 5, below)],
+            ),
+            _case(
+                "half of the claims uncited at night, below the traffic guard, opens no ticket",
+                self.answers(night, 0.5, horizon),
+                [self.quiet(alert, horizon - 5)],
+                [self.ratio_sample(names.uncited_ratio, horizon - 5, 0.5)],
+            ),
+            _case(
+                "uncited claims of another job are not ours",
+                self.answers(busy, 0.5, horizon, exporter=other),
+                [self.quiet(alert, horizon - 5)],
+                [
+                    {"expr": record, "eval_time": _at(horizon - 5), "exp_samples": []}
+                    for record in (
+                        names.instance_claims,
+                        names.instance_uncited,
+                        names.uncited_ratio,
+                    )
+                ],
+            ),
+        ]
+
 
 def rule_tests(config: MixinConfig = DEFAULT) -> dict[str, Any]:
     """The promtool test file, written to rules/tests/ beside the rules."""
@@ -387,5 +482,6 @@ def rule_tests(config: MixinConfig = DEFAULT) -> dict[str, Any]:
             *tests.meta(),
             *tests.messages(),
             *tests.reindex(),
+            *tests.coverage(),
         ],
     }

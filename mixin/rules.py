@@ -44,6 +44,12 @@ class Names:
         self.drift_ratio = f"job:citation_drift_failures_per_check:ratio_{rate}"
         self.superseded_ratio = f"job:citation_superseded_failures_per_check:ratio_{rate}"
         self.sweep_drift_ratio = "job:citation_sweep_drift_failures_per_citation:ratio"
+        coverage = f"rate{config.coverage_window}"
+        self.instance_claims = f"instance:citation_answer_claim_sentences:{coverage}"
+        self.instance_uncited = f"instance:citation_uncited_claims:{coverage}"
+        self.claims = f"job:citation_answer_claim_sentences:{coverage}"
+        self.uncited = f"job:citation_uncited_claims:{coverage}"
+        self.uncited_ratio = f"job:citation_uncited_claims_per_claim:ratio_{coverage}"
 
 
 def _recording(config: MixinConfig) -> list[dict[str, Any]]:
@@ -51,8 +57,10 @@ def _recording(config: MixinConfig) -> list[dict[str, Any]]:
     inline = f'mode="inline", {sel}'
     by_instance, by_job = config.by("instance"), config.by()
 
-    def per_instance(record: str, counter: str) -> dict[str, Any]:
-        expr = f"sum by {by_instance} (rate({counter}{{{inline}}}[{window}]))"
+    def per_instance(
+        record: str, counter: str, matchers: str = inline, over: str = window
+    ) -> dict[str, Any]:
+        expr = f"sum by {by_instance} (rate({counter}{{{matchers}}}[{over}]))"
         return {"record": record, "expr": expr}
 
     def per_job(record: str, source: str) -> dict[str, Any]:
@@ -80,6 +88,20 @@ def _recording(config: MixinConfig) -> list[dict[str, Any]]:
                 f'/\nsum by {by_job} (citation_sweep_citations{{status!="invalid", {sel}}})'
             ),
         },
+        # coverage: claim sentences no citation supports, per claim sentence (framing is
+        # neither), over its own window
+        per_instance(
+            n.instance_claims,
+            "citation_answer_sentences_total",
+            f'mode="inline", kind="claim", {sel}',
+            config.coverage_window,
+        ),
+        per_instance(
+            n.instance_uncited, "citation_uncited_claims_total", over=config.coverage_window
+        ),
+        per_job(n.claims, n.instance_claims),
+        per_job(n.uncited, n.instance_uncited),
+        ratio(n.uncited_ratio, n.uncited, n.claims),
     ]
 
 
@@ -106,7 +128,7 @@ def _alert(  # noqa: PLR0917 - one positional per part of an alert, read like a 
 
 def _alerts(config: MixinConfig) -> list[dict[str, Any]]:
     n, sel = Names(config), config.selector
-    window, stall = config.rate_window, config.stall_window
+    window, stall, coverage = config.rate_window, config.stall_window, config.coverage_window
     job, job_topic, instance_topic = config.by(), config.by("topic"), config.by("instance", "topic")
     guard = f"{n.checks}{{{sel}}} > {c.MIN_CHECKS_PER_SECOND}"
     return [
@@ -228,6 +250,20 @@ def _alerts(config: MixinConfig) -> list[dict[str, Any]]:
             "Chunks cut by a new chunker arrived at {{ $labels.job }} more than "
             f"{c.SWEEP_OVERDUE_SECONDS // 60} minutes ago and no sweep of the archive has "
             "completed since: the drift of stored citations is unknown.",
+        ),
+        _alert(
+            config,
+            "CitationUncitedClaimsHigh",
+            f"{n.uncited_ratio}{{{sel}}} > {c.UNCITED_CLAIMS_RATIO_TICKET}\nand on {job}\n"
+            f"{n.claims}{{{sel}}} > {c.MIN_CLAIMS_PER_SECOND}",
+            "warning",
+            "Many claim sentences of the answers are supported by no citation.",
+            "{{ $value | humanizePercentage }} of the claim sentences in the live answers of "
+            f"{{{{ $labels.job }}}} had no citation over the last {spoken(coverage)} (ticket "
+            f"above {_percent(c.UNCITED_CLAIMS_RATIO_TICKET)}). A model or prompt change that "
+            "stopped citing, a new sentence splitter or claim classifier, or one topic's "
+            "retrieval returning nothing is the usual cause.",
+            config.coverage_for,
         ),
     ]
 

@@ -20,6 +20,7 @@ from monitoring_support import (
 )
 from prometheus_client import CollectorRegistry
 
+from exporter import alerting
 from exporter.outputs.metrics import ExporterMetrics, SourceLabels
 from mixin.config import DEFAULT
 from mixin.dashboards import panel_queries
@@ -208,6 +209,8 @@ def test_the_board_shows_what_on_call_needs() -> None:
         "consumer lag",
         "ready",
         "invalid events",
+        "uncited claims per claim sentence",
+        "uncited claims by topic",
     ):
         assert wanted in titles, wanted
     heatmaps = [p for p in _panels() if p["type"] == "heatmap"]
@@ -224,6 +227,51 @@ def test_the_board_shows_what_on_call_needs() -> None:
     assert "vector(0.02)" in exprs and "vector(0.003)" in exprs
     names = {a["name"] for a in BOARD["annotations"]["list"]}
     assert names == {"Sweep completed", "Chunker changed"}
+
+
+def test_the_coverage_row_sits_between_the_sweep_and_the_exporters_health() -> None:
+    rows = [p["title"] for p in BOARD["panels"] if p["type"] == "row"]
+    assert rows == [
+        "Drift since the deploy",
+        "Last sweep",
+        "Coverage",
+        "Where and the exporter's health",
+    ]
+    ratio = next(p for p in _panels() if p["title"].startswith("Uncited claims per claim"))
+    assert ratio["title"] == "Uncited claims per claim sentence (inline, 1 hour)"
+    exprs = [t["expr"] for t in ratio["targets"]]
+    # the alert's ratio, summed per job from the per-instance rules (so $instance applies)
+    assert "instance:citation_uncited_claims:rate1h" in exprs[0]
+    assert "instance:citation_answer_claim_sentences:rate1h" in exprs[0]
+    ticket = alerting.UNCITED_CLAIMS_RATIO_TICKET
+    assert exprs[1] == f"vector({ticket})"
+    steps = ratio["fieldConfig"]["defaults"]["thresholds"]["steps"]
+    assert steps[-1]["value"] == ticket
+    topics = next(p for p in _panels() if p["title"].startswith("Uncited claims by topic"))
+    [target] = topics["targets"]
+    assert target["expr"].startswith("topk(10,") and target["instant"]
+    assert 'citation_uncited_claims_total{mode="inline", ' in target["expr"]
+
+
+def test_panels_tile_the_board_without_overlapping() -> None:
+    """Rows span the width; every panel lies within 24 columns, below its row and above
+    the next one, and no two panels share a cell."""
+    taken: dict[tuple[int, int], str] = {}
+    row_y, rows = -1, [p["gridPos"]["y"] for p in BOARD["panels"] if p["type"] == "row"]
+    for panel in BOARD["panels"]:
+        grid = panel["gridPos"]
+        if panel["type"] == "row":
+            assert grid["x"] == 0 and grid["w"] == 24 and grid["h"] == 1, panel["title"]
+            row_y = grid["y"]
+        else:
+            assert grid["y"] > row_y and grid["x"] + grid["w"] <= 24, panel["title"]
+            next_row = min((y for y in rows if y > row_y), default=None)
+            if next_row is not None:
+                assert grid["y"] + grid["h"] <= next_row, f"{panel['title']} runs into a row"
+        for x in range(grid["x"], grid["x"] + grid["w"]):
+            for y in range(grid["y"], grid["y"] + grid["h"]):
+                assert (x, y) not in taken, f"{panel['title']} overlaps {taken[(x, y)]}"
+                taken[(x, y)] = panel["title"]
 
 
 def test_queries_name_only_exported_metrics() -> None:

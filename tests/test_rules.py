@@ -93,6 +93,11 @@ def test_recording_rules_are_named_level_metric_operations() -> None:
         "job:citation_drift_failures_per_check:ratio_rate15m",
         "job:citation_superseded_failures_per_check:ratio_rate15m",
         "job:citation_sweep_drift_failures_per_citation:ratio",
+        "instance:citation_answer_claim_sentences:rate1h",
+        "instance:citation_uncited_claims:rate1h",
+        "job:citation_answer_claim_sentences:rate1h",
+        "job:citation_uncited_claims:rate1h",
+        "job:citation_uncited_claims_per_claim:ratio_rate1h",
     ]
     for rule in _rules():
         if "record" in rule:
@@ -126,6 +131,7 @@ def test_every_alert_has_severity_summary_description_and_a_runbook_in_the_readm
         "CitationInvalidEventsHigh",
         "CitationUnreadableMessages",
         "CitationNoSweepSinceChunkerChange",
+        "CitationUncitedClaimsHigh",
     }
     for alert in alerts:
         labels, annotations = alert["labels"], alert["annotations"]
@@ -143,6 +149,26 @@ def test_only_drift_pages() -> None:
 
 
 # --- the config ---------------------------------------------------------------------------
+
+
+def test_the_coverage_ratio_sums_claims_and_uncited_claims_before_dividing() -> None:
+    rules = {r.get("record") or r["alert"]: r for r in _rules()}
+    claims = rules["instance:citation_answer_claim_sentences:rate1h"]["expr"]
+    assert 'citation_answer_sentences_total{mode="inline", kind="claim", ' in claims
+    assert "[1h]" in claims
+    uncited = rules["instance:citation_uncited_claims:rate1h"]["expr"]
+    assert 'citation_uncited_claims_total{mode="inline", ' in uncited and "[1h]" in uncited
+    assert "by (job, instance)" in uncited, "summed over the topics"
+    ratio = rules["job:citation_uncited_claims_per_claim:ratio_rate1h"]["expr"]
+    assert ratio.split("\n/\n") == [
+        f'job:citation_uncited_claims:rate1h{{job="{alerting.JOB}"}}',
+        f'job:citation_answer_claim_sentences:rate1h{{job="{alerting.JOB}"}}',
+    ]
+    alert = rules["CitationUncitedClaimsHigh"]
+    assert alert["labels"] == {"severity": "warning"}, "a ticket, never a page"
+    assert alert["for"] == alerting.UNCITED_CLAIMS_FOR == DEFAULT.coverage_for
+    assert f"> {alerting.UNCITED_CLAIMS_RATIO_TICKET}" in alert["expr"]
+    assert f"> {alerting.MIN_CLAIMS_PER_SECOND}" in alert["expr"], "the traffic guard"
 
 
 def test_a_toml_and_a_yaml_config_say_the_same(tmp_path: Path) -> None:
@@ -179,6 +205,8 @@ def test_the_defaults_are_todays_behaviour() -> None:
         pytest.param('aggregation_labels = ["instance"]', "aggregation_labels", id="reserved"),
         pytest.param('rate_window = "90s"', "rate_window", id="not-whole-minutes"),
         pytest.param('drift_for = "soon"', "drift_for", id="not-a-duration"),
+        pytest.param('coverage_window = "90s"', "coverage_window", id="coverage-window"),
+        pytest.param('coverage_for = "1d2"', "coverage_for", id="coverage-for"),
         pytest.param('runbook_url = "https://x/{name}"', "runbook_url", id="bad-placeholder"),
         pytest.param("job = ", "mixin-config.toml", id="not-toml"),
     ],
@@ -234,6 +262,24 @@ def test_the_rule_tests_pass_for_any_rate_window(window: str, tmp_path: Path) ->
     """Found walking the README: with rate_window 30m and up, the recorded drift ratio was off
     from 2.5% in its last bit, and the generated test, comparing exactly, failed."""
     out = render_mixin(tmp_path, f'rate_window = "{window}"\n')
+    tested = _promtool("test", "rules", "citation-drift.test.yml", cwd=out / "rules" / "tests")
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+
+
+@needs_promtool
+@pytest.mark.parametrize(
+    ("window", "for_"), [("15m", "5m"), ("30m", "1h"), ("2h", "30m"), ("1h", "2h")]
+)
+def test_the_coverage_rule_tests_pass_for_any_window_and_for(
+    window: str, for_: str, tmp_path: Path
+) -> None:
+    out = render_mixin(tmp_path, f'coverage_window = "{window}"\ncoverage_for = "{for_}"\n')
+    rules = _rules(out / "rules" / "citation-drift.rules.yml")
+    assert f"job:citation_uncited_claims_per_claim:ratio_rate{window}" in {
+        r.get("record") for r in rules
+    }
+    alert = next(r for r in rules if r.get("alert") == "CitationUncitedClaimsHigh")
+    assert alert["for"] == for_
     tested = _promtool("test", "rules", "citation-drift.test.yml", cwd=out / "rules" / "tests")
     assert tested.returncode == 0, tested.stdout + tested.stderr
 
