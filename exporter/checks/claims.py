@@ -37,7 +37,7 @@ from __future__ import annotations
 import importlib
 import re
 from enum import StrEnum
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 from exporter.errors import SettingsError
 
@@ -130,6 +130,13 @@ def _normalise(sentence: str) -> tuple[str, bool]:
 
 # The rest of a clause: up to the next punctuation mark.
 _C = r"[^.,;:!?]*"
+# The rest of a clause about what the assistant looked at: it stops at " and" unless only a
+# short noun phrase follows ("I checked the pricing page and the FAQ"), so "I checked your
+# account and your plan renews on May 1" leaves its claim to be classified.
+_C_ACTIVITY = (
+    r"(?:(?! and )[^.,;:!?])*(?: and (?:the|a|an|your|our|its|their|my) [^\W\d_]+"
+    r"(?: [^\W\d_]+)?(?= ?(?:$|[.,;:!?])))?"
+)
 # The rest of a clause holding no specifics (digits, prices, code, addresses, menu paths,
 # quotations): advice or a wish with one of these carries something to check.
 _C_PLAIN = r"[^.,;:!?\d$€£¥%`@/>\"]*"
@@ -218,7 +225,7 @@ _STRONG = [
     r"your question (?:is|was) (?:about|whether|how|what|if|why)\b" + _C,
     r"if i understand (?:you |this |your question )?(?:correctly|right)",
     # questions to the user (a question that starts like one and ends in "?")
-    _QUESTION_START + r"[^.;:!?]*\?",
+    r"(?!did you know\b)" + _QUESTION_START + r"[^.;:!?]*\?",
     r"[^.;:!?]*, (?:right|correct|yes|no|ok|okay)\?",
     # the retrieval and the sources
     _RETRIEVAL_SUBJECT + r"(?! " + _ATTRIBUTES + r")" + _C,
@@ -232,9 +239,9 @@ _STRONG = [
     r"nothing (?:in|from) (?:the|my|these) (?:[^\W\d_]+ )?" + _SOURCES + r"\b" + _C,
     # what the assistant did, can't do, will do, is
     _I_HAVE + r" (?:just |already |also )?(?:checked|looked|searched|reviewed|read|went through|"
-    r"gone through|scanned|consulted|pulled up|dug|browsed|skimmed|double-checked)\b" + _C,
+    r"gone through|scanned|consulted|pulled up|dug|browsed|skimmed|double-checked)\b" + _C_ACTIVITY,
     _I_HAVE + r" (?:just |also )?found (?:[^.,;:!?]*? )?(?:" + _SOURCES + r"|mentions?|"
-    r"information|info|nothing|anything|something|it)\b" + _C,
+    r"information|info|nothing|anything|something|it)\b" + _C_ACTIVITY,
     _I_AM + r" (?:not |un)able to\b" + _C,
     r"i (?:can't|cannot|can not|couldn't|could not|wasn't able to|was not able to|was unable to|"
     r"don't|do not|didn't|did not|won't|will not|have no|haven't|have not)\b"
@@ -251,11 +258,9 @@ _STRONG = [
     _I_AM + r" (?:just |only )?(?:an? )?(?:(?:ai|virtual|automated|digital|chat|support) )?"
     r"(?:assistant|bot|chatbot|language model|ai model|ai)\b" + _C,
     _I_AM + r" not (?:a|an|your) [^\W\d_]+(?: [^\W\d_]+)?",
-    _I_AM + r" (?:checking|looking|searching|reading|going through|pulling up|here|around)\b"
-    + _C,
+    _I_AM + r" (?:checking|looking|searching|reading|going through|pulling up|here|around)\b" + _C,
     r"(?:one|just a) (?:moment|second|sec|minute)\b" + _C,
-    r"(?:please )?(?:bear with me|give me a (?:moment|second|sec|minute)|hold on|hang on)\b"
-    + _C,
+    r"(?:please )?(?:bear with me|give me a (?:moment|second|sec|minute)|hold on|hang on)\b" + _C,
     r"let(?:'s| me| us)\b(?:[^.,;:!?]|, (?:then|and then|and) )*",
     # announcing structure
     r"(?:here(?:'s| is| are)|below (?:is|are)|below you'll find|the following|these are|"
@@ -276,8 +281,7 @@ _STRONG = [
     r"(?:please |just |do )?(?:let (?:me|us) know|feel free|don't hesitate|do not hesitate|"
     r"reach out|get in touch|give (?:me|us) a shout|ping (?:me|us))\b" + _C,
     r"(?:please |just )?(?:reply|respond|write back|get back to (?:me|us))(?: here| to this"
-    r"(?: message| email| chat| thread)?| back| in this (?:chat|thread)| anytime| any time)\b"
-    + _C,
+    r"(?: message| email| chat| thread)?| back| in this (?:chat|thread)| anytime| any time)\b" + _C,
     r"(?:is there )?anything else\b" + _C,
     r"(?:(?:i'm|i am|we're|we are|i'd be|i would be|always|so|very) )?(?:happy|glad|pleased|"
     r"here) to (?:help|assist|answer|explain|clarify|hear|see|know)\b" + _C,
@@ -310,7 +314,8 @@ _STRONG = [
     r"number one |first )?priority)\b" + _C,
     r"(?:we|i) (?:value|care about) (?:your|our customers|you)\b" + _C_PLAIN,
     _WE_ARE + r" (?:committed|dedicated) to\b" + _C_PLAIN,
-    _WE_ARE + r" (?:constantly |always |continuously )?(?:working|striving) to (?:improve|make)"
+    _WE_ARE
+    + r" (?:constantly |always |continuously )?(?:working|striving) to (?:improve|make)"
     + _C_PLAIN,
 ]
 
@@ -368,7 +373,8 @@ def _is_framing(text: str) -> bool:
     """Whether framing units, prefixes and glue consume ``text`` entirely."""
     position, end, weak_last = 0, len(text), True
     for _ in range(_MAX_UNITS):
-        position = _GLUE.match(text, position).end()  # type: ignore[union-attr]
+        glue = _GLUE.match(text, position)  # always matches, perhaps nothing
+        position = glue.end() if glue is not None else position
         if position >= end:
             return not weak_last
         unit = _FRAMING.match(text, position)
@@ -419,14 +425,16 @@ def load_classifier(spec: str) -> SentenceClassifier:
         return RuleClassifier()
     module_name, colon, attribute = name.partition(":")
     if not colon or not module_name or not attribute:
-        raise SettingsError(
-            f"classifier {spec!r}: expected 'rules' or 'module.path:attribute'"
-        )
+        raise SettingsError(f"classifier {spec!r}: expected 'rules' or 'module.path:attribute'")
     try:
         module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise SettingsError(f"classifier {spec!r}: module {module_name!r} not found") from exc
-    except Exception as exc:
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (module_name + ".").startswith(exc.name + "."):
+            raise SettingsError(f"classifier {spec!r}: module {module_name!r} not found") from exc
+        raise SettingsError(
+            f"classifier {spec!r}: importing {module_name!r} failed: {exc}"
+        ) from exc
+    except Exception as exc:  # whatever the module raises while it is imported
         raise SettingsError(
             f"classifier {spec!r}: importing {module_name!r} failed: {exc!r}"
         ) from exc
@@ -442,10 +450,12 @@ def load_classifier(spec: str) -> SentenceClassifier:
         try:
             target = target()
         except Exception as exc:
-            raise SettingsError(f"classifier {spec!r}: calling {attribute!r} failed: {exc!r}") from exc
+            raise SettingsError(
+                f"classifier {spec!r}: calling {attribute!r} failed: {exc!r}"
+            ) from exc
     if not _has_classify(target):
         raise SettingsError(f"classifier {spec!r}: {attribute!r} has no classify method")
-    return target  # type: ignore[return-value]
+    return cast(SentenceClassifier, target)
 
 
 def _has_classify(candidate: object) -> bool:
