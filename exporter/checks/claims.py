@@ -163,6 +163,7 @@ _ATTRIBUTES = (
 _ADVICE_LEAD = (
     r"(?:it(?:'s| is) (?:always |usually |generally )?(?:a good idea|a smart idea|a good habit|"
     r"wise|sensible|worth it|worth|best|advisable|helpful|recommended) to|"
+    r"it(?:'s| is) (?:always |usually |generally )?worth|"
     r"i(?:'d| would)? (?:strongly )?(?:recommend|suggest|advise)(?: that you)?|"
     r"we (?:strongly )?(?:recommend|suggest|advise)(?: that you)?|"
     r"you (?:may|might) (?:want|wish) to|it (?:can|may|might) help to)"
@@ -220,7 +221,8 @@ _STRONG = [
     r"thinking|considering|seeing|having (?:trouble|issues|problems|difficulty)|experiencing|"
     r"dealing with|stuck)\b" + _C,
     r"you (?:mentioned|said|asked|noted|described|explained|wrote|told me|reported|indicated|"
-    r"shared|want(?:ed)? to know|(?:'d|would) like to know|need to know)\b" + _C,
+    r"shared|want(?:ed)? to know|need to know)\b" + _C,
+    r"you(?:'d| would) like to (?:know|find out|understand|check)\b" + _C,
     r"(?:so )?(?:it )?sounds like you\b" + _C,
     r"your question (?:is|was) (?:about|whether|how|what|if|why)\b" + _C,
     r"if i understand (?:you |this |your question )?(?:correctly|right)",
@@ -237,6 +239,9 @@ _STRONG = [
     r"there(?:'s| is) no (?:mention|information|info|article|documentation|details?|data)\b"
     r"[^.,;:!?]*? (?:in|from) (?:the|my|these|our) (?:[^\W\d_]+ )?" + _SOURCES + r"\b" + _C,
     r"nothing (?:in|from) (?:the|my|these) (?:[^\W\d_]+ )?" + _SOURCES + r"\b" + _C,
+    r"(?:the|my|these|those) (?:[^\W\d_]+ )?" + _SOURCES + r" (?:(?:don't|doesn't|do not|does not)"
+    r" (?:mention|say|cover|include|address|discuss|explain|specify|describe|go into|have"
+    r" (?:anything|any information|any details|details|info))|(?:has|have) nothing)\b" + _C,
     # what the assistant did, can't do, will do, is
     _I_HAVE + r" (?:just |already |also )?(?:checked|looked|searched|reviewed|read|went through|"
     r"gone through|scanned|consulted|pulled up|dug|browsed|skimmed|double-checked)\b" + _C_ACTIVITY,
@@ -260,7 +265,8 @@ _STRONG = [
     _I_AM + r" not (?:a|an|your) [^\W\d_]+(?: [^\W\d_]+)?",
     _I_AM + r" (?:checking|looking|searching|reading|going through|pulling up|here|around)\b" + _C,
     r"(?:one|just a) (?:moment|second|sec|minute)\b" + _C,
-    r"(?:please )?(?:bear with me|give me a (?:moment|second|sec|minute)|hold on|hang on)\b" + _C,
+    r"(?:please )?(?:bear with me|give me a (?:moment|second|sec|minute)|hold on|hang on|"
+    r"hang tight)\b" + _C,
     r"let(?:'s| me| us)\b(?:[^.,;:!?]|, (?:then|and then|and) )*",
     # announcing structure
     r"(?:here(?:'s| is| are)|below (?:is|are)|below you'll find|the following|these are|"
@@ -275,7 +281,8 @@ _STRONG = [
     r"info))? (?:is|isn't|is not|'s not|may|might|could|can't|cannot|doesn't|does not|should|"
     r"won't|shouldn't)\b[^.,;:!?]*?\b(?:advice|a substitute|replace|reflect the (?:latest|current|"
     r"most recent)|accurate|complete|exhaustive|definitive|up to date|up-to-date|binding|"
-    r"official)\b" + _C,
+    r"official|incomplete|general (?:information|guidance))\b" + _C,
+    r"(?:(?:this|it)(?:'s| is) )?not (?:legal|financial|medical|tax|professional) advice",
     r"(?:please )?(?:double-check|verify|confirm) (?:this|that|it|with)\b" + _C,
     # offers of help and sign-offs
     r"(?:please |just |do )?(?:let (?:me|us) know|feel free|don't hesitate|do not hesitate|"
@@ -283,6 +290,7 @@ _STRONG = [
     r"(?:please |just )?(?:reply|respond|write back|get back to (?:me|us))(?: here| to this"
     r"(?: message| email| chat| thread)?| back| in this (?:chat|thread)| anytime| any time)\b" + _C,
     r"(?:is there )?anything else\b" + _C,
+    r"(?:just |please |simply )?ask(?: away| me| us| anytime| any time)?",
     r"(?:(?:i'm|i am|we're|we are|i'd be|i would be|always|so|very) )?(?:happy|glad|pleased|"
     r"here) to (?:help|assist|answer|explain|clarify|hear|see|know)\b" + _C,
     r"(?:i'm|i am|we're|we are) (?:always )?here (?:for you|if you need)\b" + _C,
@@ -297,7 +305,8 @@ _STRONG = [
     r"(?:happy|merry) [^\W\d_]+",
     r"(?:you're|you are) (?:very |so |most )?welcome\b" + _C_PLAIN,
     r"(?:no problem|no worries|my pleasure|anytime|any time|not at all|glad i could help|"
-    r"got it|understood|i see|noted|great|perfect|awesome|wonderful|excellent|fair enough)",
+    r"got it|understood|i see|noted|great|perfect|awesome|wonderful|excellent|fair enough|ok|"
+    r"okay|alright|all right)(?: at all| then)?",
     r"(?:that|this|it)(?:'s| is)? (?:a )?(?:great|good|fair|valid|excellent|reasonable|common|"
     r"understandable|interesting) (?:question|point|concern|catch|idea)",
     r"(?:that|this)(?:'s| is)? (?:makes sense|understandable|totally understandable)",
@@ -313,7 +322,8 @@ _STRONG = [
     r"(?:is|are) (?:very |extremely |really |incredibly )?(?:important|our (?:top |highest |"
     r"number one |first )?priority)\b" + _C,
     r"(?:we|i) (?:value|care about) (?:your|our customers|you)\b" + _C_PLAIN,
-    _WE_ARE + r" (?:committed|dedicated) to\b" + _C_PLAIN,
+    _WE_ARE + r" (?:committed|dedicated) to (?:protecting )?(?:your|our customers'?) (?:privacy|"
+    r"security|data|satisfaction|trust|success)\b" + _C_PLAIN,
     _WE_ARE
     + r" (?:constantly |always |continuously )?(?:working|striving) to (?:improve|make)"
     + _C_PLAIN,
@@ -325,7 +335,7 @@ _STRONG = [
 _WEAK = [
     r"(?:of course|sure(?: thing)?|certainly|absolutely|definitely|indeed|unfortunately|sadly|"
     r"regrettably|fortunately|luckily|thankfully|happily|honestly|frankly|basically|essentially|"
-    r"actually|ok|okay|alright|all right|well|so|now|first|firstly|finally|also|in short|"
+    r"actually|well|so|now|first|firstly|finally|also|in short|"
     r"in summary|to summari[sz]e|to sum up|in a nutshell|in general|generally speaking|overall|"
     r"quick note|note|tip|pro tip|heads up|fyi|for reference|for context|just so you know|"
     r"just to let you know|for what it's worth|good to know|(?:good|great|bad) news|"
