@@ -1,33 +1,472 @@
-"""Placeholder: the rule classifier lands from its own branch (issue 10)."""
+"""Which sentences of an answer are claims: the sentence classifier behind coverage (issue 10).
+
+Coverage asks whether every *claim-bearing* sentence of an answer is supported by a citation, so
+each sentence is first sorted into a claim (it asserts something a reader could check against a
+source: a fact, a price, a limit, a date, a procedure, a permission, a consequence) or framing
+(greetings, thanks, apologies, restating the question, announcing structure, offers of help,
+questions to the user, sign-offs, statements about the assistant, the conversation or the
+retrieval, and advice that asserts nothing checkable). ``tests/data/coverage/README.md`` is the
+labelling guide this module follows.
+
+**The unsure rule.** Missing a claim is worse than flagging framing: an uncited claim that goes
+unnoticed is the failure coverage exists to catch. So the default classifier recognises framing
+*positively*, by patterns of framing, and calls everything else a claim. A sentence is framing
+only when it is consumed from start to end by framing units (a greeting, "thanks for ...", "I
+couldn't find ...", a question to the user ...), joined by punctuation and connectives; a hedge,
+an attribution or a friendly opener ("I think", "According to section 8.2,", "Good news:") is
+stripped and what follows decides. Anything left over that no framing pattern explains is a
+claim, whatever it is.
+
+**Rules, not a model.** Compiled regular expressions over a normalised sentence: no dependency,
+no file to ship, a few microseconds per sentence, and every decision can be read in this file.
+
+**Bounded input.** Any ``str`` may arrive. A sentence longer than :data:`MAX_CHARS` code points is
+a claim without being examined (the unsure rule; no framing sentence is that long), so the work
+per call is bounded whatever the input; below that it is linear in the length. No expression
+nests quantifiers over overlapping alternatives, so none can backtrack catastrophically, and the
+number of framing units examined per sentence is capped too. An empty, whitespace-only or
+punctuation-only sentence (no letter or digit in any script) is framing: there is nothing in it
+to check.
+
+Another classifier replaces this one by configuration: :func:`load_classifier` takes
+``"rules"`` or ``"module.path:attribute"``.
+"""
 
 from __future__ import annotations
 
+import importlib
+import re
 from enum import StrEnum
-from typing import Protocol
+from typing import Protocol, cast, runtime_checkable
 
-__all__ = ["RuleClassifier", "SentenceClassifier", "SentenceKind", "load_classifier"]
+from exporter.errors import SettingsError
+
+__all__ = [
+    "MAX_CHARS",
+    "RuleClassifier",
+    "SentenceClassifier",
+    "SentenceKind",
+    "load_classifier",
+]
+
+#: Longer sentences are claims without being examined (the unsure rule, and bounded work).
+MAX_CHARS = 500
+# At most this many framing units are consumed from one sentence; more than that is a claim.
+_MAX_UNITS = 12
 
 
 class SentenceKind(StrEnum):
+    """What a sentence of an answer is, for coverage."""
+
     CLAIM = "claim"
     FRAMING = "framing"
 
 
+@runtime_checkable
 class SentenceClassifier(Protocol):
-    def classify(self, sentence: str) -> SentenceKind: ...
+    """Anything that sorts one sentence into a claim or framing; must never raise."""
+
+    def classify(self, sentence: str) -> SentenceKind:
+        """The kind of ``sentence`` (one sentence, list item or heading of an answer)."""
+        ...
+
+
+# --- normalisation ---------------------------------------------------------------------------
+
+_FOLD = str.maketrans(
+    {
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201a": "'",
+        "\u201b": "'",
+        "\u2032": "'",
+        "`": "`",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u201e": '"',
+        "\u00ab": '"',
+        "\u00bb": '"',
+        "\u2010": "-",
+        "\u2011": "-",
+        "\u2012": "-",
+        "\u2013": "-",
+        "\u2014": "-",
+        "\u2015": "-",
+        "\u2212": "-",
+        "\u2026": "...",
+        "\u2022": "-",
+        "\u00b7": "-",
+    }
+)
+# Whitespace, control and invisible characters: one space.
+_SPACE = re.compile(r"[\s\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202f\u2060\ufeff]+")
+# A dash with a space on either side separates clauses, like a semicolon.
+_SPACED_DASH = re.compile(r" -{1,3} | -{2,3}(?=\w)")
+# List markers, quote markers and checkboxes in front of a list item.
+_LIST_MARK = re.compile(r"(?:[-*+>] |\d{1,3}[.)] |[a-z][.)] |\[[ x]\] )+")
+# A markdown heading, or a line that is nothing but bold text (a colon may follow).
+_HEADING = re.compile(r"#{1,6} [^.!?;]{1,80}|\*\*[^*.!?:;]{1,80}\*\*:?|__[^_.!?:;]{1,80}__:?")
+_EMPHASIS = re.compile(r"\*\*|__")
+# A letter or digit in any script: without one there is nothing to check.
+_WORDY = re.compile(r"[^\W_]")
+
+
+def _normalise(sentence: str) -> tuple[str, bool]:
+    """The sentence folded for matching, and whether it is a heading on its own."""
+    text = _SPACE.sub(" ", sentence.translate(_FOLD)).strip().casefold()
+    text = _SPACED_DASH.sub("; ", text)
+    heading = _HEADING.fullmatch(text) is not None
+    marker = _LIST_MARK.match(text)
+    if marker is not None:
+        text = text[marker.end() :]
+        heading = False  # a list item states something ("- Kanban board")
+    return _EMPHASIS.sub("", text).strip(), heading
+
+
+# --- the patterns ----------------------------------------------------------------------------
+# Matched against the normalised text: casefolded, straight quotes, single spaces, spaced dashes
+# as "; ", no bold markers. Every repetition below is over one character class or a bounded
+# count, and never nested over alternatives that overlap.
+
+# The rest of a clause: up to the next punctuation mark.
+_C = r"[^.,;:!?]*"
+# The rest of a clause about what the assistant looked at: it stops at " and" unless only a
+# short noun phrase follows ("I checked the pricing page and the FAQ"), so "I checked your
+# account and your plan renews on May 1" leaves its claim to be classified.
+_C_ACTIVITY = (
+    r"(?:(?! and )[^.,;:!?])*(?: and (?:the|a|an|your|our|its|their|my) [^\W\d_]+"
+    r"(?: [^\W\d_]+)?(?= ?(?:$|[.,;:!?])))?"
+)
+# The rest of a clause holding no specifics (digits, prices, code, addresses, menu paths,
+# quotations): advice or a wish with one of these carries something to check.
+_C_PLAIN = r"[^.,;:!?\d$€£¥%`@/>\"]*"
+_I_AM = r"i(?:'m| am)"
+_I_HAVE = r"i(?:'ve| have)?"
+_WE_ARE = r"we(?:'re| are)"
+_SOURCES = (
+    r"(?:documents?|docs|documentation|sources?|articles?|search results?|results|pages?|"
+    r"materials?|excerpts?|passages?|snippets?|context|knowledge[- ]?base(?: articles?)?|"
+    r"help[- ]?cent(?:er|re)(?: articles?)?|references?|faqs?|guides?)"
+)
+_RETRIEVAL_SUBJECT = (
+    r"(?:(?:the|these|those|my|all the|all of the|some of the|any of the) )?"
+    r"(?:[^\W\d_][\w-]* ){0,2}" + _SOURCES + r"(?: (?:that|which))?"
+    r" (?:(?:i|we)(?:'ve| have| had)? (?:have|had|found|checked|searched|looked at|looked through|"
+    r"can see|could find|could access|can access|was given|were given|retrieved|pulled up|"
+    r"have access to|got|read|reviewed)|(?:available to me|in front of me|provided to me))"
+)
+# Attribution verbs: "the docs I have say X" attributes X, a claim.
+_ATTRIBUTES = (
+    r"(?:says?|states?|mentions? that|shows?|indicates?|confirms?|notes? that|explains? that|"
+    r"lists?|describes? how|specif(?:y|ies)|suggests? that)\b"
+)
+_ADVICE_LEAD = (
+    r"(?:it(?:'s| is) (?:always |usually |generally )?(?:a good idea|a smart idea|a good habit|"
+    r"wise|sensible|worth it|worth|best|advisable|helpful|recommended) to|"
+    r"it(?:'s| is) (?:always |usually |generally )?worth|"
+    r"i(?:'d| would)? (?:strongly )?(?:recommend|suggest|advise)(?: that you)?|"
+    r"we (?:strongly )?(?:recommend|suggest|advise)(?: that you)?|"
+    r"you (?:may|might) (?:want|wish) to|it (?:can|may|might) help to)"
+)
+# Verbs of generic advice ("keep your receipts", "keeping an eye on ..."); anything more specific
+# after an advice lead ("switch the protocol to TCP") is a claim.
+_GENERIC_ADVICE = (
+    r"(?:review(?:ing)?|check(?:ing)?|double-check(?:ing)?|keep(?:ing)?|monitor(?:ing)?|"
+    r"plan(?:ning)?|sav(?:e|ing)|not(?:e|ing)|writ(?:e|ing) down|tak(?:e|ing)|be|being|"
+    r"stay(?:ing)?|mak(?:e|ing) sure|look(?:ing)?|watch(?:ing)?|think(?:ing)? about|"
+    r"consider(?:ing)?|talk(?:ing)? to|speak(?:ing)? (?:to|with)|ask(?:ing)?|read(?:ing)?|"
+    r"bookmark(?:ing)?|hold(?:ing)? on to|get(?:ting)? in touch)\b"
+)
+_EMOTION = (
+    r"(?:frustrat(?:ing|ed)|overwhelm(?:ing|ed)|confus(?:ing|ed)|stress(?:ful|ed)|"
+    r"annoy(?:ing|ed)|worr(?:ying|ied)|upsetting|upset|disappoint(?:ing|ed)|scary|"
+    r"nerve-wracking|(?:no|never|not) fun|a (?:hassle|pain)|inconvenient)\b"
+)
+_INTENSIFIER = (
+    r"(?:(?:so|very|really|quite|incredibly|understandably|a bit|a little|pretty|extremely|"
+    r"super|never|not|always|totally) )?"
+)
+_QUESTION_START = (
+    r"(?:is|are|was|were|do|does|did|have|has|had|can|could|would|will|should|shall|may|might|"
+    r"what|what's|which|when|where|who|whom|whose|why|how|any|anything|want|need|ok|okay|"
+    r"right|or|and)\b"
+)
+
+# Framing units that may stand alone. Each must end at a clause boundary.
+_STRONG = [
+    # greetings and welcomes
+    r"(?:hi|hello|hey|hiya|greetings|good (?:morning|afternoon|evening|day))(?: [^\W\d_]+){0,2}",
+    r"dear [^.,;:!?]{1,40}",
+    r"welcome(?: aboard| back| on board| to the team)?",
+    # thanks
+    r"(?:many |big |a big )?(?:thank you|thanks|thx)(?: (?:so|very) much| a lot| a million|"
+    r" again| kindly)?(?: (?:again|too|as well))?(?: for\b" + _C + ")?",
+    r"(?:i|we) (?:really |truly |do )?appreciate (?:your|you|it|the|this|that)\b" + _C,
+    # apologies
+    r"(?:(?:i|we)(?:'m|'re| am| are) )?(?:so |very |really |truly |terribly )?sorry"
+    r"(?: (?:for|about|to hear|to see|to learn)\b" + _C + r"|(?: that| if)? (?:this|that|it)"
+    r" (?:happened|has happened|was (?:the case|confusing|frustrating))|(?: that| if)? i\b"
+    + _C
+    + ")?",
+    r"(?:my |our )?(?:sincere |deepest )?apologies(?: for\b" + _C + ")?",
+    r"(?:i|we) (?:sincerely |do )?apologi[sz]e\b" + _C,
+    # feelings: "I understand how frustrating this is", "... are never fun"
+    r"[^.,;:!?]*?(?:\b(?:is|are|was|were|be|been|being|feel|feels|felt|seem|seems|sound|"
+    r"sounds|get|gets|got)|'s|'re|'m) " + _INTENSIFIER + _EMOTION + _C,
+    r"(?:[^.,;:!?]*? )?how " + _EMOTION + _C,
+    r"(?:what|such) a (?:hassle|pain|nuisance)" + _C,
+    # restating the question or the user's situation
+    r"you(?:'re| are| were|'ve been| have been) (?:asking|wondering|trying|looking (?:for|to|into)|"
+    r"hoping|planning|curious|concerned|worried|unsure|not sure|confused|frustrated|interested|"
+    r"thinking|considering|seeing|having (?:trouble|issues|problems|difficulty)|experiencing|"
+    r"dealing with|stuck)\b" + _C,
+    r"you (?:mentioned|said|asked|noted|described|explained|wrote|told me|reported|indicated|"
+    r"shared|want(?:ed)? to know|need to know)\b" + _C,
+    r"you(?:'d| would) like to (?:know|find out|understand|check)\b" + _C,
+    r"(?:so )?(?:it )?sounds like you\b" + _C,
+    r"your question (?:is|was) (?:about|whether|how|what|if|why)\b" + _C,
+    r"if i understand (?:you |this |your question )?(?:correctly|right)",
+    # questions to the user (a question that starts like one and ends in "?")
+    r"(?!did you know\b)" + _QUESTION_START + r"[^.;:!?]*\?",
+    r"[^.;:!?]*, (?:right|correct|yes|no|ok|okay)\?",
+    # the retrieval and the sources
+    _RETRIEVAL_SUBJECT + r"(?! " + _ATTRIBUTES + r")" + _C,
+    r"(?:none|neither|not one) of (?:the|these|those|my) (?:[^\W\d_]+ )?"
+    r"(?:documents|docs|articles|sources|results|pages)\b" + _C,
+    r"(?:none|neither) of them (?:covers?|mentions?|says?|address(?:es)?|discuss(?:es)?|answers?|"
+    r"describes?|explains?|talks? about|goes into|go into) (?:this|that|it|your|the (?:specific |"
+    r"exact )?(?:case|question|issue|situation|scenario))\b" + _C,
+    r"there(?:'s| is) no (?:mention|information|info|article|documentation|details?|data)\b"
+    r"[^.,;:!?]*? (?:in|from) (?:the|my|these|our) (?:[^\W\d_]+ )?" + _SOURCES + r"\b" + _C,
+    r"nothing (?:in|from) (?:the|my|these) (?:[^\W\d_]+ )?" + _SOURCES + r"\b" + _C,
+    r"(?:the|my|these|those) (?:[^\W\d_]+ )?" + _SOURCES + r" (?:(?:don't|doesn't|do not|does not)"
+    r" (?:mention|say|cover|include|address|discuss|explain|specify|describe|go into|have"
+    r" (?:anything|any information|any details|details|info))|(?:has|have) nothing)\b" + _C,
+    # what the assistant did, can't do, will do, is
+    _I_HAVE + r" (?:just |already |also )?(?:checked|looked|searched|reviewed|read|went through|"
+    r"gone through|scanned|consulted|pulled up|dug|browsed|skimmed|double-checked)\b" + _C_ACTIVITY,
+    _I_HAVE + r" (?:just |also )?found (?:[^.,;:!?]*? )?(?:" + _SOURCES + r"|mentions?|"
+    r"information|info|nothing|anything|something|it)\b" + _C_ACTIVITY,
+    _I_AM + r" (?:not |un)able to\b" + _C,
+    r"i (?:can't|cannot|can not|couldn't|could not|wasn't able to|was not able to|was unable to|"
+    r"don't|do not|didn't|did not|won't|will not|have no|haven't|have not)\b"
+    r"(?! (?:think|believe|recall|remember|expect|suppose)\b)" + _C,
+    _I_HAVE + r" (?:just |already )?(?:created|opened|raised|logged|filed|escalated|forwarded|"
+    r"passed|submitted|sent|noted|flagged|shared|made a note|reported|added a note)\b" + _C,
+    r"i(?:'ll| will|'d| would| can| could|'m going to| am going to| want to| wanted to)"
+    r"(?: be (?:happy|glad) to)?(?: also| now| just| quickly| gladly| first| then| briefly)?"
+    r" (?:help|walk|go|take|break|explain|pass|forward|escalate|check|look|summari[sz]e|list|"
+    r"outline|answer|cover|start|keep|try|do my best|show|get back|follow up|send|share|flag|"
+    r"note|clarify|point|dig|find|see|search|investigate|update|focus|stick|add|mention|"
+    r"highlight|repeat|double-check|ask|leave|continue|give|love|like|be happy|be glad)\b"
+    r"(?:[^.,;:!?]|, (?:then|and then|and) )*",
+    _I_AM + r" (?:just |only )?(?:an? )?(?:(?:ai|virtual|automated|digital|chat|support) )?"
+    r"(?:assistant|bot|chatbot|language model|ai model|ai)\b" + _C,
+    _I_AM + r" not (?:a|an|your) [^\W\d_]+(?: [^\W\d_]+)?",
+    _I_AM + r" (?:checking|looking|searching|reading|going through|pulling up|here|around)\b" + _C,
+    r"(?:one|just a) (?:moment|second|sec|minute)\b" + _C,
+    r"(?:please )?(?:bear with me|give me a (?:moment|second|sec|minute)|hold on|hang on|"
+    r"hang tight)\b" + _C,
+    r"let(?:'s| me| us)\b(?:[^.,;:!?]|, (?:then|and then|and) )*",
+    # announcing structure
+    r"(?:here(?:'s| is| are)|below (?:is|are)|below you'll find|the following|these are|"
+    r"following are|see below|as follows)\b(?:[^.;:!?]*:|" + _C + ")",
+    r"there(?: are|'re) (?:a (?:few|couple of|number of)|several|many|multiple|two|three|four|some|"
+    r"various|different) (?:ways?|options?|things?|approaches|possibilities|steps|reasons|factors|"
+    r"scenarios|cases|methods)\b" + _C,
+    r"depending on (?:what|which|how|whether|your (?:needs|situation|setup|use case|"
+    r"preference))\b" + _C,
+    # caveats about the answer itself
+    r"(?:this|that|my|the above)(?: (?:answer|summary|response|reply|explanation|information|"
+    r"info))? (?:is|isn't|is not|'s not|may|might|could|can't|cannot|doesn't|does not|should|"
+    r"won't|shouldn't)\b[^.,;:!?]*?\b(?:advice|a substitute|replace|reflect the (?:latest|current|"
+    r"most recent)|accurate|complete|exhaustive|definitive|up to date|up-to-date|binding|"
+    r"official|incomplete|general (?:information|guidance))\b" + _C,
+    r"(?:(?:this|it)(?:'s| is) )?not (?:legal|financial|medical|tax|professional) advice",
+    r"(?:please )?(?:double-check|verify|confirm) (?:this|that|it|with)\b" + _C,
+    # offers of help and sign-offs
+    r"(?:please |just |do )?(?:let (?:me|us) know|feel free|don't hesitate|do not hesitate|"
+    r"reach out|get in touch|give (?:me|us) a shout|ping (?:me|us))\b" + _C,
+    r"(?:please |just )?(?:reply|respond|write back|get back to (?:me|us))(?: here| to this"
+    r"(?: message| email| chat| thread)?| back| in this (?:chat|thread)| anytime| any time)\b" + _C,
+    r"(?:is there )?anything else\b" + _C,
+    r"(?:just |please |simply )?ask(?: away| me| us| anytime| any time)?",
+    r"(?:(?:i'm|i am|we're|we are|i'd be|i would be|always|so|very) )?(?:happy|glad|pleased|"
+    r"here) to (?:help|assist|answer|explain|clarify|hear|see|know)\b" + _C,
+    r"(?:i'm|i am|we're|we are) (?:always )?here (?:for you|if you need)\b" + _C,
+    r"(?:i |we )?hope(?:fully)?\b" + _C_PLAIN,
+    r"(?:have|enjoy) (?:a |an )?(?:great|good|nice|lovely|wonderful|fantastic|pleasant|safe|"
+    r"relaxing|happy) [^\W\d_]+(?: [^\W\d_]+)?",
+    r"enjoy\b" + _C_PLAIN,
+    r"(?:take care|stay safe|be safe|stay well|good luck|best of luck|all the best|best wishes|"
+    r"(?:best|kind|warm) regards|regards|cheers|bye|goodbye|talk soon|speak soon|see you)\b"
+    + _C_PLAIN,
+    r"congrat(?:ulation)?s\b" + _C_PLAIN,
+    r"(?:happy|merry) [^\W\d_]+",
+    r"(?:you're|you are) (?:very |so |most )?welcome\b" + _C_PLAIN,
+    r"(?:no problem|no worries|my pleasure|anytime|any time|not at all|glad i could help|"
+    r"got it|understood|i see|noted|great|perfect|awesome|wonderful|excellent|fair enough|ok|"
+    r"okay|alright|all right)(?: at all| then)?",
+    r"(?:that|this|it)(?:'s| is)? (?:a )?(?:great|good|fair|valid|excellent|reasonable|common|"
+    r"understandable|interesting) (?:question|point|concern|catch|idea)",
+    r"(?:that|this)(?:'s| is)? (?:makes sense|understandable|totally understandable)",
+    r"(?:that|this|it) (?:really )?helps(?: a lot| a great deal)?",
+    r"(?:great|good|excellent|fair|interesting|smart) (?:question|point|catch|idea)",
+    r"(?:don't|do not) worry(?: about (?:it|that|this))?",
+    # generic advice: an advice lead and a generic verb, with nothing specific after it
+    _ADVICE_LEAD + r" " + _GENERIC_ADVICE + _C_PLAIN,
+    # marketing boilerplate
+    r"(?:we|i) (?:take|treat) (?:[^\W\d_]+ ){0,4}(?:very |extremely |really |incredibly )?"
+    r"seriously\b" + _C,
+    r"(?:your )?(?:privacy|security|satisfaction|trust|feedback|business|data protection) "
+    r"(?:is|are) (?:very |extremely |really |incredibly )?(?:important|our (?:top |highest |"
+    r"number one |first )?priority)\b" + _C,
+    r"(?:we|i) (?:value|care about) (?:your|our customers|you)\b" + _C_PLAIN,
+    _WE_ARE + r" (?:committed|dedicated) to (?:protecting )?(?:your|our customers'?) (?:privacy|"
+    r"security|data|satisfaction|trust|success)\b" + _C_PLAIN,
+    _WE_ARE
+    + r" (?:constantly |always |continuously )?(?:working|striving) to (?:improve|make)"
+    + _C_PLAIN,
+]
+
+# Openers that do not stand alone: stripped when something follows, but a sentence that is only
+# one of them is a bare answer ("Of course.", "Unfortunately not." is not even matched) and
+# stays a claim.
+_WEAK = [
+    r"(?:of course|sure(?: thing)?|certainly|absolutely|definitely|indeed|unfortunately|sadly|"
+    r"regrettably|fortunately|luckily|thankfully|happily|honestly|frankly|basically|essentially|"
+    r"actually|well|so|now|first|firstly|finally|also|in short|"
+    r"in summary|to summari[sz]e|to sum up|in a nutshell|in general|generally speaking|overall|"
+    r"quick note|note|tip|pro tip|heads up|fyi|for reference|for context|just so you know|"
+    r"just to let you know|for what it's worth|good to know|(?:good|great|bad) news|"
+    r"(?:just )?to (?:confirm|clarify|recap|be clear|summari[sz]e))",
+]
+
+# Prefixes that need no boundary: a hedge, an attribution, a lead-in. Stripped, and what follows
+# decides; nothing after them makes the sentence a (bare) claim.
+_PREFIXES = [
+    r"(?:i|we) (?:think|believe|suppose|guess|assume|expect|reckon|suspect|understand|know|"
+    r"can confirm|can see|see|found|noticed|recall|remember|hear)(?: that)?\b",
+    _I_AM + r" (?:fairly |pretty |quite |almost |not )?(?:sure|certain|afraid|confident)"
+    r"(?: that)?\b",
+    r"(?:as far as i (?:know|can tell|understand|'m aware|am aware)|if i (?:remember|recall)"
+    r" (?:correctly|right)|if i'm not mistaken|to (?:my|the best of my) knowledge|from what i"
+    r" (?:can see|understand|know|can tell)|in my (?:understanding|experience)|i(?:'d| would) say"
+    r"|it (?:seems|looks|appears)(?: like| that)?|it(?:'s| is) (?:likely|possible|probable)"
+    r" that|probably|likely|perhaps|maybe)\b",
+    r"(?:according to|as (?:stated|described|noted|explained|mentioned|outlined|set out|defined|"
+    r"specified) (?:in|by|on|under)|per|as per|based on|looking at) [^,;:]{0,120}[,:]",
+    r"as far as [^,;:]{0,120} go(?:es)?[,:]",
+    r"the (?:good|bad|short|quick|simple) (?:news|answer|version) is(?: that)?\b",
+    r"(?:please )?(?:note|keep in mind|bear in mind|remember|be aware)(?: that)?\b",
+    r"(?:just so you know|it's worth (?:noting|mentioning|knowing)(?: that)?|did you know"
+    r"(?: that)?|fun fact)\b",
+    _RETRIEVAL_SUBJECT + r" " + _ATTRIBUTES + r"(?: that)?",
+    # a subordinate clause before the main one: the main clause decides
+    r"(?:if|when|whenever|once|as soon as|in case|unless|while|since|because|after|before)"
+    r" [^.,;:!?]{0,200},",
+]
+
+_BOUNDARY = r"(?= ?(?:$|[.,;:!?)\"]| (?:and|but|so|then|or)\b))"
+_FRAMING = re.compile(
+    "(?:(?P<strong>" + "|".join(_STRONG) + ")|(?P<weak>" + "|".join(_WEAK) + "))" + _BOUNDARY
+)
+_PREFIX = re.compile("(?:" + "|".join(_PREFIXES) + ") ?")
+# What joins units: punctuation, quotes, brackets and connectives.
+_GLUE = re.compile(
+    r"(?:[\s.,;:!?()\[\]\"'*_~-]|(?:and|but|so|then|or|plus|though|although|however|anyway|"
+    r"especially|particularly)\b)*"
+)
+
+
+def _is_framing(text: str) -> bool:
+    """Whether framing units, prefixes and glue consume ``text`` entirely."""
+    position, end, weak_last = 0, len(text), True
+    for _ in range(_MAX_UNITS):
+        glue = _GLUE.match(text, position)  # always matches, perhaps nothing
+        position = glue.end() if glue is not None else position
+        if position >= end:
+            return not weak_last
+        unit = _FRAMING.match(text, position)
+        if unit is not None:
+            weak_last = unit.lastgroup == "weak"
+        else:
+            unit = _PREFIX.match(text, position)
+            if unit is None:
+                return False
+            weak_last = True
+        if unit.end() == position:
+            return False
+        position = unit.end()
+    return False
 
 
 class RuleClassifier:
+    """The default classifier: framing recognised by patterns, everything else a claim.
+
+    Stateless and thread-safe; :meth:`classify` never raises and examines at most
+    :data:`MAX_CHARS` code points.
+    """
+
+    __slots__ = ()
+
     def classify(self, sentence: str) -> SentenceKind:
-        text = sentence.strip()
-        if not text or text.endswith("?") or text.lower().startswith(("thanks", "hope this")):
+        """Claim unless the sentence is recognisably framing (or has nothing in it to check)."""
+        if len(sentence) > MAX_CHARS:
+            return SentenceKind.CLAIM
+        text, heading = _normalise(sentence)
+        if _WORDY.search(text) is None or heading:
             return SentenceKind.FRAMING
-        return SentenceKind.CLAIM
+        return SentenceKind.FRAMING if _is_framing(text) else SentenceKind.CLAIM
+
+
+# --- configuration ---------------------------------------------------------------------------
 
 
 def load_classifier(spec: str) -> SentenceClassifier:
-    if spec != "rules":
-        from exporter.errors import SettingsError  # noqa: PLC0415 - placeholder
+    """The classifier a setting names: ``"rules"`` or ``"module.path:attribute"``.
 
-        raise SettingsError(f"cannot load the classifier {spec}")
-    return RuleClassifier()
+    The attribute may be a class or a zero-argument factory (called), or an object with a
+    ``classify`` method (used as is). Raises :class:`~exporter.errors.SettingsError` naming the
+    spec and what is wrong.
+    """
+    name = spec.strip()
+    if name.casefold() == "rules":
+        return RuleClassifier()
+    module_name, colon, attribute = name.partition(":")
+    if not colon or not module_name or not attribute:
+        raise SettingsError(f"classifier {spec!r}: expected 'rules' or 'module.path:attribute'")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (module_name + ".").startswith(exc.name + "."):
+            raise SettingsError(f"classifier {spec!r}: module {module_name!r} not found") from exc
+        raise SettingsError(
+            f"classifier {spec!r}: importing {module_name!r} failed: {exc}"
+        ) from exc
+    except Exception as exc:  # whatever the module raises while it is imported
+        raise SettingsError(
+            f"classifier {spec!r}: importing {module_name!r} failed: {exc!r}"
+        ) from exc
+    target: object = module
+    for part in attribute.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError as exc:
+            raise SettingsError(
+                f"classifier {spec!r}: module {module_name!r} has no attribute {attribute!r}"
+            ) from exc
+    if isinstance(target, type) or (not _has_classify(target) and callable(target)):
+        try:
+            target = target()
+        except Exception as exc:
+            raise SettingsError(
+                f"classifier {spec!r}: calling {attribute!r} failed: {exc!r}"
+            ) from exc
+    if not _has_classify(target):
+        raise SettingsError(f"classifier {spec!r}: {attribute!r} has no classify method")
+    return cast(SentenceClassifier, target)
+
+
+def _has_classify(candidate: object) -> bool:
+    return callable(getattr(candidate, "classify", None))

@@ -1,0 +1,143 @@
+"""Benchmark: how well and how fast the coverage sentence classifier sorts claims from framing.
+
+Prints figures; asserts nothing (tests/test_claims.py holds the floors, no timed tests anywhere).
+
+    python bench/claims_bench.py [--classifier rules] [--classifications 200000]
+
+1. Quality, on the labelled set tests/data/coverage/sentences.jsonl (see its README): for the
+   ``tune`` and the ``measure`` split, the confusion matrix and the precision, recall and F1 of
+   the *claim* class. Recall is the figure that matters most: a claim called framing is never
+   checked for a citation. Only ``tune`` may be looked at sentence by sentence
+   (``--show-tune-failures``); ``measure`` is for measuring and its failures are never printed.
+2. Speed: the labelled sentences classified over and over (``--classifications`` in all) on one
+   thread, as sentences per second and microseconds per sentence; then hostile sentences of
+   ``--hostile-mb`` megabytes each (one letter repeated, whitespace, every script with control
+   characters and lone surrogates, repeated framing), as microseconds per call.
+
+``--classifier`` takes what the ``coverage_classifier`` setting takes: ``rules`` (the default
+classifier) or ``module.path:attribute``, so a replacement can be compared on the same figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from exporter.checks.claims import SentenceClassifier, SentenceKind, load_classifier  # noqa: E402
+
+DATA = ROOT / "tests" / "data" / "coverage" / "sentences.jsonl"
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+def _quality(classifier: SentenceClassifier, rows: list[dict[str, str]], split: str) -> None:
+    """Prints the confusion matrix and the claim-class scores of one split."""
+    tp = fp = fn = tn = 0
+    for row in rows:
+        predicted = classifier.classify(row["text"]) is SentenceKind.CLAIM
+        actual = row["label"] == "claim"
+        tp += predicted and actual
+        fp += predicted and not actual
+        fn += actual and not predicted
+        tn += not predicted and not actual
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    print(f"{split}: {len(rows)} sentences ({tp + fn} claims, {fp + tn} framing)")
+    print("                    predicted claim  predicted framing")
+    print(f"  labelled claim    {tp:>15}  {fn:>17}")
+    print(f"  labelled framing  {fp:>15}  {tn:>17}")
+    print(f"  claim precision {precision:.3f}  recall {recall:.3f}  F1 {f1:.3f}")
+
+
+def _speed(classifier: SentenceClassifier, sentences: list[str], classifications: int) -> None:
+    """Prints the classification rate over the labelled sentences repeated."""
+    rounds = max(1, classifications // len(sentences))
+    classify = classifier.classify
+    started = time.perf_counter()
+    for _ in range(rounds):
+        for sentence in sentences:
+            classify(sentence)
+    elapsed = time.perf_counter() - started
+    done = rounds * len(sentences)
+    print(
+        f"speed: {done:,} classifications of the labelled sentences in {elapsed:.2f} s: "
+        f"{done / elapsed:,.0f} sentences/s, {elapsed / done * 1e6:.2f} us per sentence"
+    )
+
+
+def _hostile(classifier: SentenceClassifier, megabytes: float) -> None:
+    """Prints the cost of one call on each kind of huge sentence."""
+    size = int(megabytes * 1_000_000)
+    mixed = "Tĥé 数据 ünïcode \x00\x07\u200b\ud800 עברית العربية 🙂 ?!**- "
+    cases = {
+        "one letter": "a" * size,
+        "whitespace": " \n\t" * (size // 3),
+        "every script": (mixed * (size // len(mixed) + 1))[:size],
+        "framing repeated": ("Thanks! I hope this helps. " * (size // 27 + 1))[:size],
+    }
+    for name, text in cases.items():
+        calls = 20
+        started = time.perf_counter()
+        for _ in range(calls):
+            kind = classifier.classify(text)
+        elapsed = (time.perf_counter() - started) / calls
+        print(
+            f"hostile {megabytes:g} MB sentence, {name}: {elapsed * 1e6:.1f} us per call ({kind})"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog=__doc__.split("\n\n", 2)[2],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--classifier",
+        default="rules",
+        help="'rules' (the default) or 'module.path:attribute', as the coverage_classifier setting",
+    )
+    parser.add_argument("--data", type=Path, default=DATA, help="the labelled sentences (JSONL)")
+    parser.add_argument(
+        "--classifications",
+        type=int,
+        default=200_000,
+        help="how many classifications the speed figure is measured over (default 200000)",
+    )
+    parser.add_argument(
+        "--hostile-mb",
+        type=float,
+        default=1.0,
+        help="size of each hostile sentence in megabytes (default 1)",
+    )
+    parser.add_argument(
+        "--show-tune-failures",
+        action="store_true",
+        help="list the tune sentences the classifier gets wrong (never the measure ones)",
+    )
+    args = parser.parse_args()
+
+    classifier = load_classifier(args.classifier)
+    rows = _rows(args.data)
+    for split in ("tune", "measure"):
+        _quality(classifier, [row for row in rows if row["split"] == split], split)
+    if args.show_tune_failures:
+        for row in rows:
+            if row["split"] == "tune" and classifier.classify(row["text"]) != row["label"]:
+                print(f"  tune failure {row['id']}: labelled {row['label']}: {row['text']}")
+    _speed(classifier, [row["text"] for row in rows], args.classifications)
+    _hostile(classifier, args.hostile_mb)
+
+
+if __name__ == "__main__":
+    main()

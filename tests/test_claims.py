@@ -1,0 +1,301 @@
+"""The sentence classifier behind coverage: claims are recognised, framing is, nothing raises.
+
+The labelled set and its guide are ``tests/data/coverage/``. The ``measure`` split is only ever
+scored here (a floor on precision and recall), never searched for failures.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from exporter.checks.claims import (
+    MAX_CHARS,
+    RuleClassifier,
+    SentenceClassifier,
+    SentenceKind,
+    load_classifier,
+)
+from exporter.errors import SettingsError
+
+CLAIM, FRAMING = SentenceKind.CLAIM, SentenceKind.FRAMING
+DATA = Path(__file__).parent / "data" / "coverage" / "sentences.jsonl"
+classifier = RuleClassifier()
+
+
+# --- named examples ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        # the issue's examples (the last two also occur in the labelled set's measure split)
+        "To export, open Settings > Data",
+        "It's free.",
+        "Good news: the Pro plan includes unlimited seats.",
+        # guide cases that are not in the measure split
+        "Nope, not to the Canary Islands.",
+        "- Kanban board",
+        "According to section 8.2, either party may terminate immediately for material breach.",
+        "Coverage decisions are made by the claims team, not by the chat assistant.",
+        "Chat transcripts are stored for 30 days.",
+        "Don't worry, your data is safe.",
+        "It depends on where you're based: EU customers get a 14-day cooling-off period.",
+        "Your order #48213 shipped on March 3 and is with the carrier.",
+        # written for these tests
+        "I'm not a lawyer, but the withdrawal right ends once you start using the service.",
+        "I checked your account and your plan renews on May 1.",
+        "The docs I have say refunds take 5 business days.",
+        "Did you know that exports are free?",
+        "I don't think the Pro plan includes SSO.",
+        "It's a good idea to enable 2FA on every admin account.",
+        "Enjoy 20% off your first month with the code WELCOME.",
+        "Hi Anna, your refund was approved yesterday.",
+        "Is it free? Yes, for the first year.",
+        "There are two ways to export: through the API or from **Settings > Data**.",
+        "Welcome emails are sent within an hour of sign-up.",
+        "**Exports expire after 7 days.**",
+        # bare answers assert what was asked
+        "Of course.",
+        "Unfortunately not.",
+        "Yes.",
+    ],
+)
+def test_claims(sentence: str) -> None:
+    assert classifier.classify(sentence) is CLAIM
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        # the issue's examples
+        "Here is what I found:",
+        "I couldn't find anything more specific.",
+        # guide cases that are not in the measure split
+        "Have you tried turning it off and on again?",
+        "**Pricing overview**",
+        "The documents I have don't mention GDPR.",
+        "I'm not able to see your account details from here.",
+        "I checked 3 articles for you.",
+        "Just reply here if you get stuck on step 3.",
+        "It's a good idea to keep your receipts.",
+        "We take security very seriously.",
+        "Please note that this summary may not reflect the latest revision of the policy.",
+        # written for these tests
+        "Great question!",
+        "Hi there, thanks for reaching out.",
+        "Is there anything else I can help with?",
+        "I've escalated this to our billing team.",
+        "I'm an AI assistant, so I can't see your account.",
+        "Hope that helps, and have a nice weekend!",
+        "## Next steps",
+        "I understand how frustrating a late refund can be.",
+        "The articles I found only cover the mobile app.",
+    ],
+)
+def test_framing(sentence: str) -> None:
+    assert classifier.classify(sentence) is FRAMING
+
+
+@pytest.mark.parametrize("sentence", ["", "   \n\t", "...", "?!", "**", "- ", "\u200b", "🙂"])
+def test_nothing_to_check_is_framing(sentence: str) -> None:
+    assert classifier.classify(sentence) is FRAMING
+
+
+def test_a_long_sentence_is_a_claim_unexamined() -> None:
+    long_thanks = "Thank you for the " + "very " * MAX_CHARS
+    assert classifier.classify(long_thanks[: MAX_CHARS - 1] + "!") is FRAMING
+    assert classifier.classify(long_thanks[:MAX_CHARS] + "!") is CLAIM
+
+
+def test_curly_quotes_and_markdown_fold() -> None:
+    assert classifier.classify("I couldn\u2019t find a price for that.") is FRAMING
+    assert classifier.classify("1. **Thanks** for your patience!") is FRAMING
+    assert classifier.classify("> Orders ship within 24 hours.") is CLAIM
+
+
+# --- the labelled set -------------------------------------------------------------------------
+
+
+def _scores(split: str) -> tuple[float, float, int]:
+    """Precision and recall of the claim class on one split, and the split's size."""
+    tp = fp = fn = total = 0
+    with DATA.open(encoding="utf-8") as lines:
+        for line in lines:
+            row = json.loads(line)
+            if row["split"] != split:
+                continue
+            total += 1
+            predicted = classifier.classify(row["text"]) is CLAIM
+            actual = row["label"] == "claim"
+            tp += predicted and actual
+            fp += predicted and not actual
+            fn += actual and not predicted
+    return tp / (tp + fp), tp / (tp + fn), total
+
+
+# Measured once with bench/claims_bench.py: tune 1.000 precision and 1.000 recall (the rules were
+# written looking at tune), measure 0.863 and 1.000 (139 claims, 96 framing). Floors a couple of
+# points below, so a regression fails here.
+@pytest.mark.parametrize(
+    ("split", "precision_floor", "recall_floor"),
+    [("tune", 0.98, 0.98), ("measure", 0.84, 0.98)],
+)
+def test_labelled_set_floors(split: str, precision_floor: float, recall_floor: float) -> None:
+    precision, recall, total = _scores(split)
+    assert total > 200
+    assert precision >= precision_floor, f"{split}: claim precision {precision:.3f}"
+    assert recall >= recall_floor, f"{split}: claim recall {recall:.3f}"
+
+
+# --- properties -------------------------------------------------------------------------------
+
+any_character = st.characters(codec=None, categories=None, exclude_categories=())
+hostile_text = (
+    st.text()
+    | st.text(alphabet=any_character, max_size=200)
+    | st.builds(
+        lambda piece, times: piece * times,
+        st.text(alphabet=any_character, min_size=1, max_size=12),
+        st.integers(min_value=1, max_value=200_000),
+    )
+    | st.builds(
+        lambda framing, middle: f"{framing} {middle} {framing}",
+        st.sampled_from(["Thanks!", "I'm sorry", "Is it", "Here's", "I found", "**"]),
+        st.text(alphabet=any_character, max_size=MAX_CHARS),
+    )
+)
+
+
+@given(hostile_text)
+def test_any_text_gets_a_kind(text: str) -> None:
+    assert classifier.classify(text) in (CLAIM, FRAMING)
+
+
+OPENERS = [
+    "Great question! ",
+    "Good news: ",
+    "Sorry, but ",
+    "Thanks for asking! ",
+    "Happy to help! ",
+    "Hi Anna, ",
+    "Unfortunately, ",
+    "I'm not a lawyer, but ",
+    "According to the help center, ",
+    "I think ",
+    "Don't worry, ",
+    "Of course! ",
+    "Hello! Thanks for reaching out. ",
+]
+CLAIMS = [
+    "The Pro plan costs $29 per user per month.",
+    "refunds reach your card within 5 business days.",
+    "exports are limited to 10,000 rows.",
+    "your policy doesn't cover flood damage.",
+    "to reset your password, choose **Forgot password** on the sign-in page.",
+    "it's free.",
+    "no.",
+    "SSO is only available on Enterprise.",
+]
+
+
+@given(st.lists(st.sampled_from(OPENERS), min_size=1, max_size=3), st.sampled_from(CLAIMS))
+def test_a_friendly_opener_keeps_a_claim_a_claim(openers: list[str], claim: str) -> None:
+    assert classifier.classify(claim) is CLAIM
+    assert classifier.classify("".join(openers) + claim) is CLAIM
+
+
+@given(st.sampled_from(CLAIMS), st.sampled_from(["", "- ", "1. ", "* ", "> "]))
+def test_a_list_marker_keeps_a_claim_a_claim(claim: str, marker: str) -> None:
+    assert classifier.classify(marker + claim) is CLAIM
+
+
+# --- load_classifier ----------------------------------------------------------------------------
+
+
+class ShoutClassifier:
+    """A test-local classifier: a sentence in capitals is a claim."""
+
+    def classify(self, sentence: str) -> SentenceKind:
+        return CLAIM if sentence.isupper() else FRAMING
+
+
+def _make_shout() -> ShoutClassifier:
+    return ShoutClassifier()
+
+
+def _failing_factory() -> ShoutClassifier:
+    raise RuntimeError("no model file")
+
+
+@pytest.fixture
+def plugin(monkeypatch: pytest.MonkeyPatch) -> str:
+    """A module ``claims_plugin`` holding classifiers and things that are not classifiers."""
+    module = types.ModuleType("claims_plugin")
+    attributes = {
+        "ShoutClassifier": ShoutClassifier,
+        "make": _make_shout,
+        "instance": ShoutClassifier(),
+        "namespace": types.SimpleNamespace(instance=ShoutClassifier()),
+        "not_a_classifier": 42,
+        "makes_nothing": lambda: None,
+        "fails": _failing_factory,
+    }
+    for name, value in attributes.items():
+        setattr(module, name, value)
+    monkeypatch.setitem(sys.modules, "claims_plugin", module)
+    return "claims_plugin"
+
+
+def test_rules_is_the_default() -> None:
+    assert isinstance(load_classifier("rules"), RuleClassifier)
+    assert isinstance(load_classifier(" rules "), RuleClassifier)
+    assert isinstance(RuleClassifier(), SentenceClassifier)
+
+
+@pytest.mark.parametrize("attribute", ["ShoutClassifier", "make", "instance", "namespace.instance"])
+def test_module_attribute(plugin: str, attribute: str) -> None:
+    loaded = load_classifier(f"{plugin}:{attribute}")
+    assert isinstance(loaded, ShoutClassifier)
+    assert loaded.classify("FREE") is CLAIM
+    assert loaded.classify("thanks") is FRAMING
+
+
+@pytest.mark.parametrize(
+    ("spec", "problem"),
+    [
+        ("", "expected 'rules' or 'module.path:attribute'"),
+        ("regex", "expected 'rules' or 'module.path:attribute'"),
+        ("claims_plugin:", "expected 'rules' or 'module.path:attribute'"),
+        (":ShoutClassifier", "expected 'rules' or 'module.path:attribute'"),
+        ("no_such_module_for_claims:Thing", "module 'no_such_module_for_claims' not found"),
+        ("claims_plugin.sub:Thing", "module 'claims_plugin.sub' not found"),
+        ("claims_plugin:Missing", "has no attribute 'Missing'"),
+        ("claims_plugin:not_a_classifier", "has no classify method"),
+        ("claims_plugin:makes_nothing", "has no classify method"),
+        ("claims_plugin:fails", "calling 'fails' failed: RuntimeError('no model file')"),
+    ],
+)
+def test_bad_specs(plugin: str, spec: str, problem: str) -> None:
+    with pytest.raises(SettingsError) as raised:
+        load_classifier(spec)
+    message = str(raised.value)
+    assert f"classifier {spec!r}" in message
+    assert problem in message
+    assert "\n" not in message
+
+
+def test_a_plugin_whose_import_fails(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    (tmp_path / "broken_claims_plugin.py").write_text("import no_such_dependency_for_claims\n")
+    (tmp_path / "raising_claims_plugin.py").write_text("raise RuntimeError('bad config')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(SettingsError, match="importing 'broken_claims_plugin' failed"):
+        load_classifier("broken_claims_plugin:Thing")
+    with pytest.raises(SettingsError, match="importing 'raising_claims_plugin' failed"):
+        load_classifier("raising_claims_plugin:Thing")
