@@ -495,10 +495,7 @@ def carries_sentences(data: bytes | None, limits: Limits = DEFAULT_LIMITS) -> bo
         return False
     ok, value = _parsed(data)
     return (
-        ok
-        and type(value) is dict
-        and "citations" in value
-        and value.get("sentences") is not None
+        ok and type(value) is dict and "citations" in value and value.get("sentences") is not None
     )
 
 
