@@ -213,6 +213,7 @@ def test_simulate_writes_the_scenario_files(
         "chunks.before.jsonl.gz",
         "chunks.jsonl.gz",
         "citations.jsonl.gz",
+        "expected-coverage.jsonl.gz",
         "expected.jsonl.gz",
         "scenario.json",
     ]

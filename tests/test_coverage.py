@@ -21,6 +21,7 @@ from exporter.checks.engine import Policy
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status
 from exporter.cli import main
+from exporter.file_sweep import load_store, run_sweep
 from exporter.outputs.metrics import ExporterMetrics, SourceLabels
 from exporter.outputs.report import SweepSummary
 from exporter.outputs.verdicts import verdict_json, verdict_key
@@ -29,6 +30,8 @@ from exporter.pipeline.messages import check_message
 from exporter.pipeline.outcome import Mode, Origin, Outcome
 from exporter.records.decode import decode_chunk
 from exporter.records.limits import Limits
+from exporter.simulate.files import write_scenario
+from exporter.simulate.scenario import ScenarioConfig, build_scenario
 
 TEXT = "Refunds are issued within 30 days. Annual plans renew automatically."
 
@@ -472,3 +475,24 @@ def test_the_sweep_refuses_a_coverage_output_that_is_an_input(
             ]
         )
     assert "--coverage-out" in capsys.readouterr().err
+
+
+def test_a_simulated_archive_gets_exactly_the_coverage_its_generator_wrote(
+    tmp_path: Path,
+) -> None:
+    """Through the sweep with the built-in classifier: every answer event's claims, framing
+    and uncited claims as the scenario's ground truth has them."""
+    scenario = build_scenario(ScenarioConfig(seed=3, answers=800, uncited_share=0.3))
+    paths = write_scenario(scenario, tmp_path)
+    out = tmp_path / "coverage.jsonl"
+    summary = SweepSummary()
+    store = load_store(str(paths["chunks"]), summary)
+    with out.open("wb") as stream:
+        run_sweep(store, str(paths["citations"]), Policy(), summary, coverage_out=stream, jobs=2)
+    got = [json.loads(line) for line in out.read_text().splitlines()]
+    expected = [json.loads(line) for line in paths["expected_coverage"].read_text().splitlines()]
+    fields = ("answer_id", "topic", "claims", "framing", "uncited")
+    assert [{k: v[k] for k in fields} for v in got] == expected
+    assert sum(1 for e in expected if e["uncited"]) > 150
+    assert {v["status"] for v in got} == {"covered", "uncited_claims"}
+    assert summary.coverage.uncited == sum(len(e["uncited"]) for e in expected)

@@ -20,8 +20,9 @@ examples:
 
 files written: chunks.before.jsonl (the store the answers were written against), chunks.jsonl
 (that store followed by the changes, as a compacted topic replays it), citations.jsonl (answer
-events and standalone citations mixed), expected.jsonl (the verdict each citation should get),
-scenario.json (parameters and counts).
+events, with their sentences, and standalone citations mixed), expected.jsonl (the verdict each
+citation should get), expected-coverage.jsonl (which sentences of each answer event are claims,
+framing, uncited), scenario.json (parameters and counts).
 """
 
 
@@ -75,6 +76,22 @@ def add_parser(commands: Any) -> None:
         help="share of citations stored with prefix/suffix (default: %(default)s)",
     )
     simulate.add_argument(
+        "--uncited-share",
+        type=ratio,
+        default=defaults.uncited_share,
+        metavar="F",
+        help="share of answer events asserting a claim no citation supports, for coverage "
+        "(default: %(default)s)",
+    )
+    simulate.add_argument(
+        "--framing-share",
+        type=ratio,
+        default=defaults.framing_share,
+        metavar="F",
+        help="chance of an opener, and again of a sign-off, around an answer's claims "
+        "(default: %(default)s)",
+    )
+    simulate.add_argument(
         "--invalid-lines",
         type=int,
         default=0,
@@ -97,6 +114,8 @@ def run(args: argparse.Namespace) -> int:
         silent_edit_share=args.silent_edit_share,
         delete_share=args.delete_share,
         context_share=args.context_share,
+        uncited_share=args.uncited_share,
+        framing_share=args.framing_share,
         invalid_lines=args.invalid_lines,
     )
     try:
@@ -112,5 +131,7 @@ def run(args: argparse.Namespace) -> int:
         f"wrote {summary['citations']:,} citations over {summary['documents']:,} documents "
         f"to {args.out}; expected: "
         + ", ".join(f"{k} {v:,}" for k, v in sorted(summary["expected_statuses"].items()))
+        + "; coverage: {answers:,} answers with sentences, {claims:,} claims, "
+        "{uncited:,} uncited".format(**summary["coverage"])
     )
     return EXIT_OK

@@ -18,6 +18,7 @@ SCENARIO_FILES = {
     "chunks": "chunks.jsonl",
     "citations": "citations.jsonl",
     "expected": "expected.jsonl",
+    "expected_coverage": "expected-coverage.jsonl",
     "summary": "scenario.json",
 }
 
@@ -49,6 +50,7 @@ def write_scenario(
     _write_jsonl(paths["chunks"], [*scenario.chunks_before, *scenario.chunk_updates])
     _write_jsonl(paths["citations"], scenario.citation_lines)
     _write_jsonl(paths["expected"], scenario.expected)
+    _write_jsonl(paths["expected_coverage"], scenario.expected_coverage)
     paths["summary"].write_bytes(
         orjson.dumps(scenario.summary(), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
     )

@@ -9,6 +9,10 @@ Every document goes through at most one change, drawn by share:
 - ``silent_edit``: reworded *without* a version bump: the edited sentences are not found;
 - ``delete``: removed from the store.
 
+Answer events carry their ``sentences``: one claim per citation (the cited text, restated),
+framing around them (an opener, a sign-off), and with ``uncited_share`` a claim taken from the
+answer's main document that no citation supports; ``expected_coverage`` says which is which.
+
 The expected verdict of every citation is computed from the ground truth the generator keeps
 (where each sentence sits in each rendering), not by running the relocator.
 """
@@ -39,6 +43,18 @@ __all__ = ["Scenario", "ScenarioConfig", "build_scenario"]
 TOPICS = ("pricing", "security", "legal", "billing", "product", "onboarding", "support", "api")
 SOURCES = ("acme-docs", "globex-kb", "initech-wiki", "umbrella-pdf")
 CONTEXT_LENGTH = 32
+# Framing an assistant wraps its answers in (each one the built-in classifier calls framing).
+OPENERS = (
+    "Thanks for reaching out!",
+    "Happy to help with that.",
+    "Here is what I found:",
+    "Good question.",
+)
+SIGN_OFFS = (
+    "Let me know if you have any other questions.",
+    "Hope this helps!",
+    "Is there anything else I can help you with?",
+)
 _STOCK = frozenset(tuple(s.split(" ")) for s in BOILERPLATE)
 _EPOCH = datetime(2026, 10, 1, tzinfo=UTC)
 
@@ -60,6 +76,9 @@ class ScenarioConfig:
     context_share: float = 0.6
     boilerplate_share: float = 0.3
     standalone_share: float = 0.2
+    # answer events asserting one claim no citation supports (coverage's uncited claims)
+    uncited_share: float = 0.1
+    framing_share: float = 0.5
     invalid_lines: int = 0
     threshold: float = DEFAULT_THRESHOLD
 
@@ -80,6 +99,8 @@ class ScenarioConfig:
         shares = self.shares()
         if any(not 0.0 <= s <= 1.0 for s in shares.values()) or sum(shares.values()) > 1.0:
             raise ValueError("change shares must each be in [0, 1] and add up to at most 1")
+        if not 0.0 <= self.uncited_share <= 1.0 or not 0.0 <= self.framing_share <= 1.0:
+            raise ValueError("the uncited and framing shares must each be in [0, 1]")
         if self.answers < 1 or self.document_count < 1:
             raise ValueError("need at least one answer and one document")
         if not 0 < self.chunk_size < self.new_chunk_size:
@@ -112,6 +133,7 @@ class Scenario:
     citation_lines: list[dict[str, Any] | bytes]
     expected: list[dict[str, Any]]
     doc_changes: dict[str, str] = field(default_factory=dict)
+    expected_coverage: list[dict[str, Any]] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -123,6 +145,12 @@ class Scenario:
             "invalid_lines": self.config.invalid_lines,
             "expected_statuses": dict(Counter(e["status"] for e in self.expected)),
             "changes": dict(Counter(e["change"] for e in self.expected)),
+            "coverage": {
+                "answers": len(self.expected_coverage),
+                "claims": sum(len(e["claims"]) for e in self.expected_coverage),
+                "framing": sum(len(e["framing"]) for e in self.expected_coverage),
+                "uncited": sum(len(e["uncited"]) for e in self.expected_coverage),
+            },
         }
 
 
@@ -327,6 +355,36 @@ def _citation_record(cited: _Cited, citation_id: str, answer_id: str) -> dict[st
     return record
 
 
+def _restated(doc: _Doc, first: int, last: int) -> str:
+    """The claim an answer makes from sentences ``first..last`` of a document, on one line."""
+    return " ".join(" ".join(s) for s in doc.document.sentences()[first : last + 1])
+
+
+def _answer_sentences(
+    rng: random.Random, home: _Doc, cited: list[_Cited], config: ScenarioConfig
+) -> tuple[list[str], list[int], dict[str, list[int]]]:
+    """The sentences of an answer, the sentence each citation supports, and the ground truth.
+
+    Drawn from ``rng``, a generator of their own: the citations stay what they were before
+    answers carried sentences.
+    """
+    parts: list[tuple[str, str]] = [("claim", _restated(c.doc, c.first, c.last)) for c in cited]
+    if rng.random() < config.uncited_share:
+        sentence = rng.randrange(len(home.document.sentences()))
+        parts.insert(rng.randint(0, len(parts)), ("uncited", _restated(home, sentence, sentence)))
+    if rng.random() < config.framing_share:
+        parts.insert(0, ("framing", rng.choice(OPENERS)))
+    if rng.random() < config.framing_share:
+        parts.append(("framing", rng.choice(SIGN_OFFS)))
+    supported = [i for i, (kind, _) in enumerate(parts) if kind == "claim"]
+    truth = {
+        "claims": [i for i, (kind, _) in enumerate(parts) if kind != "framing"],
+        "framing": [i for i, (kind, _) in enumerate(parts) if kind == "framing"],
+        "uncited": [i for i, (kind, _) in enumerate(parts) if kind == "uncited"],
+    }
+    return [text for _, text in parts], supported, truth
+
+
 _BROKEN_LINES = (
     b'{"answer_id": "ans-broken", "citations": [{"citation_id": "cit-trunc',
     b'{"citation_id": "cit-bad-span", "answer_id": "a", "doc_id": "d", "doc_version": "v1", '
@@ -355,20 +413,26 @@ def build_scenario(config: ScenarioConfig) -> Scenario:
 
     lines: list[dict[str, Any] | bytes] = []
     expected: list[dict[str, Any]] = []
+    coverage: list[dict[str, Any]] = []
+    wording = random.Random(f"{config.seed}/sentences")
     citation_number = 0
     for answer_number in range(1, config.answers + 1):
         answer_id = f"ans-{answer_number:06d}"
         topic = rng.choice(TOPICS)
         home = rng.choice(docs)
         citations = []
-        for sentence_index in range(rng.randint(1, 4)):
+        all_cited = []
+        for _ in range(rng.randint(1, 4)):
             doc = home if rng.random() < 0.8 else rng.choice(docs)
             cited = _cite(rng, doc, config)
             citation_number += 1
             record = _citation_record(cited, f"cit-{citation_number:07d}", answer_id)
-            record["sentence_index"] = sentence_index
             citations.append(record)
+            all_cited.append(cited)
             expected.append(_expected(cited, record, config.threshold))
+        sentences, supported, truth = _answer_sentences(wording, home, all_cited, config)
+        for record, sentence_index in zip(citations, supported, strict=True):
+            record["sentence_index"] = sentence_index
         emitted_at = (_EPOCH + timedelta(seconds=answer_number)).isoformat().replace("+00:00", "Z")
         if rng.random() < config.standalone_share:
             for record in citations:
@@ -381,11 +445,12 @@ def build_scenario(config: ScenarioConfig) -> Scenario:
                     "answer_id": answer_id,
                     "emitted_at": emitted_at,
                     "topic": topic,
-                    "sentences": [f"Answer sentence {i + 1}." for i in range(len(citations))],
+                    "sentences": sentences,
                     "citations": citations,
                 }
             )
+            coverage.append({"answer_id": answer_id, "topic": topic} | truth)
     for number in range(config.invalid_lines):
         lines.insert(rng.randint(0, len(lines)), _BROKEN_LINES[number % len(_BROKEN_LINES)])
     changes = {doc.doc_id: doc.change for doc in docs}
-    return Scenario(config, chunks_before, updates, lines, expected, changes)
+    return Scenario(config, chunks_before, updates, lines, expected, changes, coverage)
