@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import threading
@@ -60,6 +61,10 @@ def test_demo_pages_at_the_chunk_size_change_and_not_at_the_refresh() -> None:
     assert "would PAGE" not in phase3[-1]
     assert "CitationContentRefreshDetected" in phase3[-1]
     assert "shift clusters of repaired drift: none yet" not in phase2[-1]
+    # coverage: a few claims go uncited all along, below the ticket line
+    assert re.search(r"uncited +\d\.\d\d%  of [\d,]+ claims", phase3[-1])
+    assert "CitationUncitedClaimsHigh" not in done.stdout
+    assert re.search(r"uncited ratio +\d\.\d\d%   [\d,]+ claims without a citation", done.stdout)
     assert scraped and b"citation_checks_total" in scraped[0]
 
 

@@ -78,7 +78,9 @@ def run(args: argparse.Namespace) -> int:
         print(summary.render_text(None, title="demo, all phases"))
         print(
             "\nThe chunk-size change made citations drift: repaired with their shift, and paging;"
-            "\nthe content refresh made others superseded: pinned, never moved, never paging."
+            "\nthe content refresh made others superseded: pinned, never moved, never paging;"
+            f"\n{summary.coverage.uncited:,} claims had no citation at all (coverage): marked "
+            "uncited, never dropped."
             "\nNext: citation-exporter sweep --help, and the README's 'The streaming exporter'."
         )
         if args.serve:

@@ -4,9 +4,9 @@ The same pipeline as ``run`` is fed in-process with simulated traffic in three p
 baseline, then a chunk-size change on part of the store, then (the change rolled back, as the
 runbook says) a content refresh of another part, while ``/metrics`` is served on its usual
 port. The terminal shows, live, the drift and
-superseded ratios over a sliding window against the alert thresholds, and the shift clusters as
-they form: drift jumps (and would page) at the chunk-size change, superseded rises at the
-content refresh while drift does not.
+superseded ratios over a sliding window against the alert thresholds, the shift clusters as
+they form, and the share of claims no citation supports (coverage): drift jumps (and would page)
+at the chunk-size change, superseded rises at the content refresh while drift does not.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import IO, Any
 import orjson
 
 from exporter import alerting
+from exporter.checks.coverage import CoverageStatus
 from exporter.checks.verdict import Status
 from exporter.outputs.report import SweepSummary, shift_clusters
 from exporter.pipeline.core import LocalRecord, Pipeline
@@ -28,6 +29,9 @@ from exporter.records.chunk_messages import chunk_message
 from exporter.simulate.scenario import Scenario, ScenarioConfig, build_scenario
 
 __all__ = ["DemoView", "demo_phases", "run_demo"]
+
+# keys of the window's counts besides the citation statuses
+_CLAIMS, _UNCITED = "coverage:claims", "coverage:uncited"
 
 
 @dataclass(frozen=True)
@@ -92,22 +96,38 @@ class DemoView:
         self._events: deque[tuple[float, Counter[str]]] = deque()
         self.summary = SweepSummary()
 
-    def add(self, statuses: Counter[str]) -> None:
-        self._events.append((self._clock(), statuses))
+    def add(self, outcome: Outcome) -> None:
+        """Count one answer message: its citations' statuses, its claims and uncited claims."""
+        counts = Counter(v.status.value for v in outcome.verdicts)
+        coverage = outcome.coverage
+        if coverage is not None and coverage.status is not CoverageStatus.INVALID:
+            counts[_CLAIMS] = len(coverage.claims)
+            counts[_UNCITED] = len(coverage.uncited)
+        self._events.append((self._clock(), counts))
 
-    def ratios(self) -> tuple[int, float, float]:
-        """(checks, drift ratio, superseded ratio) over the window."""
+    def _window_counts(self) -> Counter[str]:
         now = self._clock()
         while self._events and now - self._events[0][0] > self._window:
             self._events.popleft()
         total: Counter[str] = Counter()
-        for _, statuses in self._events:
-            total.update(statuses)
-        checks = sum(total.values())
+        for _, counts in self._events:
+            total.update(counts)
+        return total
+
+    def ratios(self) -> tuple[int, float, float]:
+        """(checks, drift ratio, superseded ratio) over the window."""
+        total = self._window_counts()
+        checks = sum(total[status] for status in Status)
         if not checks:
             return 0, 0.0, 0.0
         drift = total[Status.DRIFT_REPAIRED] + total[Status.DRIFT_UNREPAIRED]
         return checks, drift / checks, total[Status.SUPERSEDED] / checks
+
+    def uncited_ratio(self) -> tuple[int, float]:
+        """(claims, uncited claims per claim) over the window."""
+        total = self._window_counts()
+        claims = total[_CLAIMS]
+        return claims, total[_UNCITED] / claims if claims else 0.0
 
     def render(self, phase: str, step: int, steps: int, url: str) -> list[str]:
         checks, drift, superseded = self.ratios()
@@ -119,6 +139,9 @@ class DemoView:
             if superseded > ticket_at
             else ""
         )
+        claims, uncited = self.uncited_ratio()
+        uncited_at = alerting.UNCITED_CLAIMS_RATIO_TICKET
+        coverage_ticket = "  -> CitationUncitedClaimsHigh: a ticket" if uncited > uncited_at else ""
         clusters = shift_clusters(self.summary.shifts)
         described = ", ".join(f"{c.center:+d} ({c.share:.0%})" for c in clusters) or "none yet"
         window = f"last {self._window:.0f} s"
@@ -127,6 +150,8 @@ class DemoView:
             f"  checked {self.summary.citations:,} citations ({checks:,} in the {window})",
             f"  drift       {drift:7.2%}  page above {page_at:.0%}, baseline {baseline:.1%}{page}",
             f"  superseded  {superseded:7.2%}  ticket above {ticket_at:.0%}{ticket}",
+            f"  uncited     {uncited:7.2%}  of {claims:,} claims in the window, ticket above "
+            f"{uncited_at:.0%}{coverage_ticket}",
             f"  shift clusters of repaired drift: {described}",
             f"  metrics: {url}",
         ]
@@ -184,7 +209,7 @@ def run_demo(
         for answer in _paced(phase.answers, seconds_per_phase):
             outcome = pipeline.answer(answer)
             pending.append(outcome)
-            view.add(Counter(v.status.value for v in outcome.verdicts))
+            view.add(outcome)
             view.summary.add_outcome(outcome, f"answer {answer.offset}")
             if time.monotonic() - last_shown >= 1.0:
                 last_shown = time.monotonic()
