@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,66 @@ def _has_connect_headers(headers: dict[str, bytes], connector: bytes) -> None:
     }
 
 
+def _assert_published(
+    bootstrap: str, topics: Topics, failing: list[dict[str, Any]], uncited: list[dict[str, Any]]
+) -> None:
+    """Every failing citation's verdict and every uncited answer's coverage verdict, once."""
+    published = consume(bootstrap, topics.verdicts, len(failing) + len(uncited) + 1, seconds=15)
+    records = [(r.key.decode(), orjson.loads(r.value)) for r in published]
+    by_id = {key: value for key, value in records if "check" not in value}
+    by_answer = {key: value for key, value in records if value.get("check") == "coverage"}
+    assert len(published) == len(failing) + len(uncited), "each once, in a clean run"
+    for want in failing:
+        got = by_id[want["citation_id"]]
+        assert (got["status"], got["reason"]) == (want["status"], want["reason"])
+        assert got["mode"] == "inline" and got["topic"] == topics.answers
+    _assert_coverage_published(by_answer, uncited, topics.answers)
+
+
+def _assert_dead_letters(bootstrap: str, topics: Topics, count: int) -> None:
+    letters = consume(bootstrap, topics.dlq, count)
+    assert len(letters) == count
+    for letter in letters:
+        headers = dict(letter.headers)
+        assert headers["source_topic"].decode() == topics.answers
+        assert int(headers["source_offset"]) >= 0 and headers["error"]
+        _has_connect_headers(headers, connector=b"it")
+
+
+def _assert_coverage_counted(inline: Callable[..., float], coverage: list[dict[str, Any]]) -> None:
+    """Every answer event's sentences counted by kind, its uncited claims by topic."""
+    assert inline("citation_answers_checked_total") == len(coverage)
+    assert inline("citation_answer_sentences_total", kind="claim") == sum(
+        len(c["claims"]) for c in coverage
+    )
+    assert inline("citation_answer_sentences_total", kind="framing") == sum(
+        len(c["framing"]) for c in coverage
+    )
+    uncited_by_topic = Counter[str]()
+    for answer in coverage:
+        uncited_by_topic[answer["topic"]] += len(answer["uncited"])
+    assert len(uncited_by_topic) > 1
+    for topic, count in uncited_by_topic.items():
+        assert inline("citation_uncited_claims_total", topic=topic) == count
+
+
+def _assert_coverage_published(
+    by_answer: dict[str, dict[str, Any]], uncited: list[dict[str, Any]], source: str
+) -> None:
+    """Only answers with uncited claims are published, keyed by answer, as generated."""
+    assert set(by_answer) == {c["answer_id"] for c in uncited}
+    for want in uncited:
+        got = by_answer[want["answer_id"]]
+        assert got["status"] == "uncited_claims" and got["action"] == "mark_uncited"
+        assert (got["claims"], got["framing"], got["uncited"], got["topic"]) == (
+            want["claims"],
+            want["framing"],
+            want["uncited"],
+            want["topic"],
+        )
+        assert got["mode"] == "inline" and got["source_topic"] == source
+
+
 def test_scenario_through_kafka_gives_exact_counters_and_verdicts(
     bootstrap: str, scenario: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -106,22 +167,13 @@ def test_scenario_through_kafka_gives_exact_counters_and_verdicts(
     assert total(samples, "citation_exporter_invalid_events_total", topic=topics.answers) == 5
     assert total(samples, "citation_exporter_ready") == 1
 
+    coverage = expected_verdicts(scenario["expected_coverage"])
+    uncited = [c for c in coverage if c["uncited"]]
+    _assert_coverage_counted(inline, coverage)
     failing = [e for e in expected if e["status"] != "ok"]
-    verdicts = consume(bootstrap, topics.verdicts, len(failing))
-    by_id = {r.key.decode(): orjson.loads(r.value) for r in verdicts}
-    assert len(verdicts) == len(failing), "every failing citation once, in a clean run"
-    for want in failing:
-        got = by_id[want["citation_id"]]
-        assert (got["status"], got["reason"]) == (want["status"], want["reason"])
-        assert got["mode"] == "inline" and got["topic"] == topics.answers
+    _assert_published(bootstrap, topics, failing, uncited)
 
-    letters = consume(bootstrap, topics.dlq, 5)
-    assert len(letters) == 5
-    for letter in letters:
-        headers = dict(letter.headers)
-        assert headers["source_topic"].decode() == topics.answers
-        assert int(headers["source_offset"]) >= 0 and headers["error"]
-        _has_connect_headers(headers, connector=b"it")
+    _assert_dead_letters(bootstrap, topics, 5)
 
     lags = [
         value
