@@ -37,8 +37,13 @@ SHARES = {
 }
 
 
+SCENARIO_VERSION = "s2"
+
+
 def _scenario(answers: int, seed: int) -> Path:
-    directory = HERE / "out" / f"scenario-{answers}-{seed}"
+    # the generator's version is part of the name: a cached archive of an older one (answers
+    # without real sentences, say) would be measured for what it no longer is
+    directory = HERE / "out" / f"scenario-{answers}-{seed}-{SCENARIO_VERSION}"
     if not (directory / "scenario.json").exists():
         command = [
             "citation-exporter",
@@ -65,7 +70,7 @@ _PEAK_RSS = (
 
 
 def _time_sweep(
-    directory: Path, jobs: int | None, repeat: int
+    directory: Path, jobs: int | None, repeat: int, *extra: str
 ) -> tuple[float, dict[str, object], int]:
     """Best wall time of the sweep, its JSON summary, and its peak RSS in KiB."""
     command = [
@@ -85,6 +90,7 @@ def _time_sweep(
     ]
     if jobs is not None:
         command += ["--jobs", str(jobs)]
+    command += extra
     best, summary, peak = float("inf"), {}, 0
     for _ in range(repeat):
         started = time.perf_counter()

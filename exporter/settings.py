@@ -130,7 +130,9 @@ class Settings(BaseSettings):
     high_severity_topics: Annotated[frozenset[str], NoDecode] = DEFAULT_HIGH_SEVERITY_TOPICS
     sources: Annotated[frozenset[str], NoDecode] = frozenset()
     max_sources: int = Field(20, ge=0)
-    # coverage: "rules" (the built-in classifier) or "module:attribute" of another one
+    # coverage: judged where answers carry sentences, unless off; "rules" (the built-in
+    # classifier) or "module:attribute" of another one
+    coverage: bool = True
     coverage_classifier: str = Field("rules", min_length=1)
     topics: Annotated[frozenset[str], NoDecode] = frozenset()
     max_topics: int = Field(20, ge=0)
@@ -287,6 +289,7 @@ class Settings(BaseSettings):
             self.high_severity_topics,
             self.limits,
             load_classifier(self.coverage_classifier),
+            self.coverage,
         )
 
     # what the TOML file says, read and parsed by load_settings (None: no file)

@@ -496,3 +496,35 @@ def test_a_simulated_archive_gets_exactly_the_coverage_its_generator_wrote(
     assert sum(1 for e in expected if e["uncited"]) > 150
     assert {v["status"] for v in got} == {"covered", "uncited_claims"}
     assert summary.coverage.uncited == sum(len(e["uncited"]) for e in expected)
+
+
+def test_a_cited_sentence_is_a_claim_by_the_answers_own_account() -> None:
+    """The classifier is asked only about sentences no citation names: those are where an
+    uncited claim can be, and in a typical answer they are the few."""
+    asked: list[str] = []
+
+    class Recording(PrefixClassifier):
+        def classify(self, sentence: str) -> SentenceKind:
+            asked.append(sentence)
+            return super().classify(sentence)
+
+    outcome = _check(
+        _answer(SENTENCES, _citation(1, 0), _citation(2, 1)), Policy(classifier=Recording())
+    )
+    coverage = outcome.coverage
+    assert coverage is not None
+    assert asked == SENTENCES[2:]
+    assert (coverage.claims, coverage.framing, coverage.uncited) == ([0, 1, 2, 3], [4], [2, 3])
+
+
+def test_coverage_can_be_switched_off_and_then_sentences_are_ignored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    off = Policy(classifier=PrefixClassifier(), coverage=False)
+    outcome = _check(_answer(["one claim", 42], _citation(1, 0)), off)
+    assert outcome.coverage is None and outcome.dead_letter is None
+    assert main(["sweep", "--example", "--no-coverage", "--format", "json", "--jobs", "1"]) == 1
+    assert json.loads(capsys.readouterr().out)["coverage"]["answers"] == 0
+    with pytest.raises(SystemExit, match="2"):
+        main(["sweep", "--example", "--no-coverage", "--coverage-out", str(tmp_path / "c")])
+    assert "--coverage-out needs coverage" in capsys.readouterr().err

@@ -79,17 +79,23 @@ def check_coverage(
     cited: Collection[int],
     classifier: SentenceClassifier,
 ) -> CoverageVerdict:
-    """Classify each sentence; a claim whose index is not in ``cited`` is uncited.
+    """Sort the sentences into claims and framing; a claim whose index is not in ``cited`` is
+    uncited.
 
-    Anything but a clear ``framing`` from the classifier counts as a claim (missing a claim is
-    worse than flagging framing). A classifier that raises (a plugged-in one with a bug) makes
-    this answer's coverage ``invalid`` with reason ``check_failed``; it never stops the checks.
+    A sentence a citation names is a claim by the answer's own account, and covered: the
+    classifier is asked about the others only (in a typical answer most claims are cited, so
+    this is most of the cost saved, and no uncited claim can hide behind it). Anything but a
+    clear ``framing`` from the classifier counts as a claim (missing a claim is worse than
+    flagging framing). A classifier that raises (a plugged-in one with a bug) makes this
+    answer's coverage ``invalid`` with reason ``check_failed``; it never stops the checks.
     """
     claims: list[int] = []
     framing: list[int] = []
     try:
         for index, sentence in enumerate(sentences):
-            if classifier.classify(sentence) == SentenceKind.FRAMING:
+            if index in cited:
+                claims.append(index)
+            elif classifier.classify(sentence) == SentenceKind.FRAMING:
                 framing.append(index)
             else:
                 claims.append(index)

@@ -50,6 +50,8 @@ class Policy:
     limits: Limits = DEFAULT_LIMITS
     # tells claim-bearing sentences from framing, for coverage (see exporter.checks.claims)
     classifier: SentenceClassifier = field(default_factory=RuleClassifier)
+    # judge coverage where answers carry their sentences (off: their sentences are ignored)
+    coverage: bool = True
 
     def __post_init__(self) -> None:
         try:

@@ -105,6 +105,11 @@ def add_parser(commands: Any) -> None:
         "'module:attribute' of your own classifier (default: %(default)s)",
     )
     sweep.add_argument(
+        "--no-coverage",
+        action="store_true",
+        help="do not judge coverage (answer events' sentences are then ignored)",
+    )
+    sweep.add_argument(
         "--fail-above",
         type=ratio,
         default=0.01,
@@ -235,7 +240,10 @@ def run(args: argparse.Namespace) -> int:
         high_severity_topics=args.high_severity_topics,
         limits=limits,
         classifier=classifier,
+        coverage=not args.no_coverage,
     )
+    if args.no_coverage and args.coverage_out:
+        raise UsageError("--coverage-out needs coverage: drop --no-coverage")
     jobs = _jobs(args.jobs)
     summary = SweepSummary()
     with workdir or nullcontext():

@@ -166,6 +166,6 @@ def _check(  # noqa: PLR0917 - the private body of check_message, called once
             assert isinstance(item, InvalidCitation)
             invalid.append(item)
             checked.append(CheckedCitation(invalid_verdict(item), item.index))
-    coverage = _coverage(parsed, cited, policy) if in_answer else None
+    coverage = _coverage(parsed, cited, policy) if in_answer and policy.coverage else None
     dead_letter = _letter(origin, value, key, invalid, coverage)
     return Outcome(origin, mode, checked, dead_letter, coverage=coverage)
