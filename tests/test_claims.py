@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from exporter.checks import claims
 from exporter.checks.claims import (
     MAX_CHARS,
     RuleClassifier,
@@ -299,3 +300,51 @@ def test_a_plugin_whose_import_fails(monkeypatch: pytest.MonkeyPatch, tmp_path: 
         load_classifier("broken_claims_plugin:Thing")
     with pytest.raises(SettingsError, match="importing 'raising_claims_plugin' failed"):
         load_classifier("raising_claims_plugin:Thing")
+
+
+# --- the fast paths decide as the plain rules do ------------------------------------------------
+
+
+def _normalise_plainly(sentence: str) -> tuple[str, bool]:
+    """Every normalisation step, always: what claims._normalise's shortcuts must equal."""
+    text = claims._SPACE.sub(" ", sentence.translate(claims._FOLD)).strip().casefold()
+    text = claims._SPACED_DASH.sub("; ", text)
+    heading = claims._HEADING.fullmatch(text) is not None
+    marker = claims._LIST_MARK.match(text)
+    if marker is not None:
+        text = text[marker.end() :]
+        heading = False
+    return claims._EMPHASIS.sub("", text).strip(), heading
+
+
+def _is_framing_with_every_unit(text: str) -> bool:
+    """claims._is_framing, trying every framing unit at every step (no unit left out)."""
+    return claims._is_framing(text, claims._FRAMING)
+
+
+markdown_text = st.text(
+    alphabet=st.sampled_from(list("ab1 -*_#>[]x.)?!:\t\n\u2019\u201c\u2014\u200b")), max_size=40
+)
+with DATA.open(encoding="utf-8") as _lines:  # inputs only; no decision is read from them
+    tune_texts = [row["text"] for row in map(json.loads, _lines) if row["split"] == "tune"]
+
+
+@given(st.one_of(hostile_text.filter(lambda t: len(t) <= 2000), markdown_text))
+def test_normalising_with_shortcuts_equals_normalising_plainly(text: str) -> None:
+    assert claims._normalise(text) == _normalise_plainly(text)
+
+
+@given(
+    st.one_of(
+        st.sampled_from(tune_texts),
+        st.builds(
+            lambda framing, emotion, rest: f"{framing} {emotion} {rest}",
+            st.sampled_from(["I know this is", "Sorry,", "How", "That sounds", "Is it"]),
+            st.sampled_from(["frustrating", "no fun", "a hassle", "confusing", "fine", "?"]),
+            st.sampled_from(["", "right?", "for you.", "and the fee is $5.", "?"]),
+        ),
+    )
+)
+def test_leaving_out_units_that_cannot_match_changes_no_decision(text: str) -> None:
+    normalised, _ = claims._normalise(text)
+    assert claims._is_framing(normalised) == _is_framing_with_every_unit(normalised)

@@ -424,10 +424,12 @@ _GLUE = re.compile(
 )
 
 
-def _is_framing(text: str) -> bool:
-    """Whether framing units, prefixes and glue consume ``text`` entirely."""
-    emotion = any(stem in text for stem in _EMOTION_STEMS)
-    framing = _FRAMING_BY_TEXT[emotion, "?" in text]
+def _is_framing(text: str, framing: re.Pattern[str] | None = None) -> bool:
+    """Whether framing units, prefixes and glue consume ``text`` entirely (``framing``: the
+    units to try; by default those the text could hold)."""
+    if framing is None:
+        emotion = any(stem in text for stem in _EMOTION_STEMS)
+        framing = _FRAMING_BY_TEXT[emotion, "?" in text]
     position, end, weak_last = 0, len(text), True
     for _ in range(_MAX_UNITS):
         glue = _GLUE.match(text, position)  # always matches, perhaps nothing
