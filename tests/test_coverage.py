@@ -446,6 +446,22 @@ def test_the_sweep_refuses_a_classifier_it_cannot_load(
     assert "--coverage-classifier" in error and "no.such.module" in error
 
 
+@pytest.mark.parametrize("spec", ["sys:exit", "builtins:quit"])
+def test_the_sweep_refuses_a_classifier_that_exits_instead_of_exiting_with_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: str
+) -> None:
+    """A plug-in's SystemExit used to end the sweep with status 0 (the gate passed) and no
+    summary, having checked nothing."""
+    chunks = _write(tmp_path / "chunks.jsonl", [])
+    citations = _write(tmp_path / "answers.jsonl", [_answer(["A claim."])])
+    with pytest.raises(SystemExit) as exited:
+        main(["sweep", "--chunks", str(chunks), "--citations", str(citations),
+              "--coverage-classifier", spec])  # fmt: skip
+    assert exited.value.code == 2
+    error = capsys.readouterr().err
+    assert "--coverage-classifier" in error and "SystemExit" in error
+
+
 def test_the_sweep_refuses_two_outputs_on_standard_output(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
