@@ -7,6 +7,7 @@ framing), so these tests pin the coverage logic, not the built-in classifier's j
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from exporter.checks.engine import Policy
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status
 from exporter.cli import main
+from exporter.file_sweep import run_sweep
 from exporter.outputs.metrics import ExporterMetrics, SourceLabels
 from exporter.outputs.report import SweepSummary
 from exporter.outputs.verdicts import verdict_json, verdict_key
@@ -248,6 +250,61 @@ def test_anything_but_a_clear_framing_from_a_classifier_is_a_claim() -> None:
 
     outcome = _check(_answer(["Hello."]), Policy(classifier=Unsure()))
     assert outcome.coverage is not None and outcome.coverage.claims == [0]
+
+
+class ExitingClassifier:
+    def classify(self, sentence: str) -> SentenceKind:
+        raise SystemExit(0)
+
+
+def test_a_classifier_that_exits_fails_that_answers_coverage_only() -> None:
+    """A plug-in's SystemExit used to escape the checks: the consumer stopped, and a sweep
+    exited 0, passing its gate with no summary."""
+    outcome = _check(_answer(SENTENCES, _citation(1, 1)), Policy(classifier=ExitingClassifier()))
+    assert outcome.checked[0].verdict.status is Status.OK
+    assert outcome.coverage is not None
+    assert outcome.coverage.status is CoverageStatus.INVALID
+    assert outcome.coverage.reason == "check_failed"
+    assert outcome.coverage.error == "classifying failed: SystemExit: '0'"
+
+
+def test_a_sweep_in_workers_survives_a_classifier_that_exits(tmp_path: Path) -> None:
+    store = _store()
+    citations = _write(
+        tmp_path / "answers.jsonl",
+        [_answer(SENTENCES, _citation(n, 1), answer_id=f"a{n}") for n in range(4)],
+    )
+    summary = SweepSummary()
+    coverage = io.BytesIO()
+    policy = Policy(classifier=ExitingClassifier())
+    run_sweep(store, str(citations), policy, summary, coverage_out=coverage, jobs=2)
+    assert summary.statuses[Status.OK] == 4
+    assert summary.coverage.invalid == 4
+    assert [json.loads(line)["reason"] for line in coverage.getvalue().splitlines()] == [
+        "check_failed"
+    ] * 4
+
+
+def test_only_a_clear_framing_is_framing_not_whatever_says_it_equals_framing() -> None:
+    class Agreeable:
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        __hash__ = None  # type: ignore[assignment]
+
+    class Liar:
+        def classify(self, sentence: str) -> Any:
+            return Agreeable()
+
+    class Plain:
+        def classify(self, sentence: str) -> Any:
+            return "framing" if sentence.startswith("F:") else "claim"
+
+    outcome = _check(_answer(["F: Hello.", "Refunds."]), Policy(classifier=Liar()))
+    assert outcome.coverage is not None and outcome.coverage.claims == [0, 1]
+    outcome = _check(_answer(["F: Hello.", "Refunds."]), Policy(classifier=Plain()))
+    assert outcome.coverage is not None
+    assert (outcome.coverage.framing, outcome.coverage.claims) == ([0], [1])
 
 
 def _pipeline(publish_all: bool = False) -> Pipeline:

@@ -25,6 +25,9 @@ __all__ = [
     "invalid_coverage",
 ]
 
+# What a classifier's answer may be to count as framing: no subclass with its own __eq__.
+_KINDS = (SentenceKind, str)
+
 
 class CoverageStatus(StrEnum):
     COVERED = "covered"
@@ -81,19 +84,22 @@ def check_coverage(
 ) -> CoverageVerdict:
     """Classify each sentence; a claim whose index is not in ``cited`` is uncited.
 
-    Anything but a clear ``framing`` from the classifier counts as a claim (missing a claim is
-    worse than flagging framing). A classifier that raises (a plugged-in one with a bug) makes
-    this answer's coverage ``invalid`` with reason ``check_failed``; it never stops the checks.
+    Anything but a clear ``framing`` from the classifier (:attr:`SentenceKind.FRAMING` or the
+    string ``"framing"``) counts as a claim (missing a claim is worse than flagging framing),
+    even an object that says it equals everything. A classifier that raises or exits (a
+    plugged-in one with a bug) makes this answer's coverage ``invalid`` with reason
+    ``check_failed``; it never stops the checks (only ``KeyboardInterrupt`` goes through).
     """
     claims: list[int] = []
     framing: list[int] = []
     try:
         for index, sentence in enumerate(sentences):
-            if classifier.classify(sentence) == SentenceKind.FRAMING:
+            kind = classifier.classify(sentence)
+            if type(kind) in _KINDS and kind == SentenceKind.FRAMING:
                 framing.append(index)
             else:
                 claims.append(index)
-    except Exception as exc:  # one answer never stops the checks
+    except (Exception, SystemExit) as exc:  # one answer never stops the checks
         return invalid_coverage(answer_id, topic, failure("classifying", exc), "check_failed")
     uncited = [index for index in claims if index not in cited]
     if uncited:
