@@ -30,7 +30,8 @@ from exporter.pipeline.core import LocalRecord, Pipeline
 from exporter.pipeline.messages import check_message
 from exporter.pipeline.outcome import Mode, Origin, Outcome
 from exporter.records.decode import decode_chunk
-from exporter.records.limits import Limits
+from exporter.records.limits import MAX_ID_CHARS, MAX_SENTENCES_PER_ANSWER, Limits
+from exporter.settings import SettingsError, load_settings
 
 TEXT = "Refunds are issued within 30 days. Annual plans renew automatically."
 
@@ -305,6 +306,47 @@ def test_only_a_clear_framing_is_framing_not_whatever_says_it_equals_framing() -
     outcome = _check(_answer(["F: Hello.", "Refunds."]), Policy(classifier=Plain()))
     assert outcome.coverage is not None
     assert (outcome.coverage.framing, outcome.coverage.claims) == ([0], [1])
+
+
+def test_no_coverage_verdict_can_outgrow_a_kafka_message() -> None:
+    """The worst answer the limits allow: every sentence a one-letter uncited claim, so the
+    verdict lists each index twice, with the longest ids and topic, as published. It must fit
+    the producer's max_request_size (1 MiB at least): one that did not was refused by the
+    producer, the whole poll was rewound and the same answer checked again, forever."""
+    assert Limits().max_sentences_per_answer <= MAX_SENTENCES_PER_ANSWER
+    with pytest.raises(ValueError, match="max_sentences_per_answer"):
+        Limits(max_sentences_per_answer=MAX_SENTENCES_PER_ANSWER + 1)
+    limits = Limits(max_sentences_per_answer=MAX_SENTENCES_PER_ANSWER)
+    answer = _answer(
+        ["a"] * MAX_SENTENCES_PER_ANSWER,
+        answer_id="\x01" * MAX_ID_CHARS,  # each escaped as six bytes in JSON
+        topic="\x02" * MAX_ID_CHARS,
+    )
+    outcome = _check(answer, Policy(classifier=PrefixClassifier(), limits=limits))
+    assert outcome.coverage is not None
+    assert len(outcome.coverage.uncited) == MAX_SENTENCES_PER_ANSWER
+    line = verdict_json(
+        outcome.coverage, mode="inline", topic="t" * 249, partition=2**31 - 1, offset=2**63 - 1
+    )
+    assert len(line) + len(verdict_key(outcome.coverage)) < 1_048_576 // 4
+
+
+def test_the_sentence_limit_is_bounded_in_settings_and_on_the_command_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CITATION_EXPORTER_MAX_SENTENCES_PER_ANSWER", "20000")
+    with pytest.raises(SettingsError, match="max_sentences_per_answer"):
+        load_settings()
+    chunks = _write(tmp_path / "chunks.jsonl", [])
+    citations = _write(tmp_path / "answers.jsonl", [_answer(SENTENCES)])
+    files = ["--chunks", str(chunks), "--citations", str(citations), "--allow-empty"]
+    with pytest.raises(SystemExit, match="2"):
+        main(["sweep", *files, "--max-sentences-per-answer", "20000"])
+    assert "--max-sentences-per-answer must be at most 10,000" in capsys.readouterr().err
+    out = tmp_path / "coverage.jsonl"
+    code = main(["sweep", *files, "--max-sentences-per-answer", "2", "--coverage-out", str(out)])
+    assert code == 0
+    assert json.loads(out.read_text())["reason"] == "oversized"
 
 
 def _pipeline(publish_all: bool = False) -> Pipeline:
