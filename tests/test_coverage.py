@@ -477,6 +477,23 @@ def test_a_summary_keeps_a_bounded_number_of_topics() -> None:
     assert sum(topics.values()) == 80
 
 
+def test_the_text_summary_shows_hostile_topics_on_one_short_line() -> None:
+    """A topic is the producer's free text: it used to reach the terminal raw, newlines,
+    carriage returns and escape sequences included, and up to 1,024 characters of it."""
+    summary = SweepSummary()
+    hostile = ["a\nFAKE LINE", "\x1b[2J\x1b[31mred\r", "x" * 1024, "\u202eevil", "ok"]
+    for number, topic in enumerate(hostile):
+        value = _answer(["An uncited claim."], topic=topic)
+        summary.add_outcome(_check(value), f"answers.jsonl:{number}")
+    rendered = "\n".join(summary.coverage.render_lines())
+    topics_line = next(line for line in rendered.splitlines() if "uncited by topic" in line)
+    assert "FAKE LINE" in topics_line and "red" in topics_line and "ok 1" in topics_line
+    assert all(c.isprintable() for c in topics_line)
+    assert len(topics_line) < 5 * 80
+    # the JSON keeps the topics as they are (orjson escapes what it must)
+    assert {row["topic"] for row in summary.coverage.to_json()["uncited_by_topic"]} == set(hostile)
+
+
 def _write(path: Path, records: list[Any]) -> Path:
     path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
     return path
