@@ -331,6 +331,17 @@ def test_no_coverage_verdict_can_outgrow_a_kafka_message() -> None:
     assert len(line) + len(verdict_key(outcome.coverage)) < 1_048_576 // 4
 
 
+@pytest.mark.parametrize("spec", ["sys:exit", "no.such.module:Thing"])
+def test_the_service_refuses_a_classifier_that_exits_or_cannot_load(
+    monkeypatch: pytest.MonkeyPatch, spec: str
+) -> None:
+    """The service's settings load the classifier at start-up: a SystemExit there used to end
+    the process with the plug-in's status instead of naming the setting."""
+    monkeypatch.setenv("CITATION_EXPORTER_COVERAGE_CLASSIFIER", spec)
+    with pytest.raises(SettingsError, match="coverage_classifier"):
+        load_settings()
+
+
 def test_the_sentence_limit_is_bounded_in_settings_and_on_the_command_line(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
