@@ -14,6 +14,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
 from exporter.checks.claims import SentenceKind
@@ -358,6 +360,70 @@ def test_the_sentence_limit_is_bounded_in_settings_and_on_the_command_line(
     code = main(["sweep", *files, "--max-sentences-per-answer", "2", "--coverage-out", str(out)])
     assert code == 0
     assert json.loads(out.read_text())["reason"] == "oversized"
+
+
+class _Agreeable:
+    """Says it equals anything, framing included."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class _Unruly:
+    """A plugged-in classifier whose every answer is drawn: a kind, garbage, or an exception."""
+
+    def __init__(self, answers: list[Any]) -> None:
+        self._answers = answers
+        self.calls = 0
+
+    def classify(self, sentence: str) -> Any:
+        answer = self._answers[self.calls % len(self._answers)]
+        self.calls += 1
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+
+_UNRULY_ANSWERS = st.one_of(
+    st.sampled_from(
+        [SentenceKind.CLAIM, SentenceKind.FRAMING, "framing", "claim", None, b"framing"]
+    ),
+    st.integers(),
+    st.text(max_size=8),
+    st.builds(_Agreeable),
+    st.sampled_from(
+        [RuntimeError("boom"), SystemExit(3), RecursionError(), ValueError("x" * 5000)]
+    ),
+)
+
+
+@given(
+    answers=st.lists(_UNRULY_ANSWERS, min_size=1, max_size=6),
+    sentences=st.lists(st.text(max_size=20), max_size=8),
+    cited=st.sets(st.integers(0, 7), max_size=8),
+)
+def test_whatever_a_plugged_classifier_does_each_answer_gets_one_bounded_verdict(
+    answers: list[Any], sentences: list[str], cited: set[int]
+) -> None:
+    citations = [_citation(n, n) for n in sorted(cited) if n < len(sentences)]
+    unruly = _Unruly(answers)
+    outcome = _check(_answer(sentences, *citations), Policy(classifier=unruly))
+    assert [c.verdict.status for c in outcome.checked] == [Status.OK] * len(citations)
+    coverage = outcome.coverage
+    assert coverage is not None
+    if coverage.status is CoverageStatus.INVALID:
+        assert coverage.reason == "check_failed" and coverage.error is not None
+        assert len(coverage.error) <= 480 and "\n" not in coverage.error
+        assert outcome.dead_letter is not None and outcome.dead_letter.invalid_sentences
+        return
+    assert sorted(coverage.claims + coverage.framing) == list(range(len(sentences)))
+    for index in coverage.framing:  # framing only when the classifier clearly said so
+        said = answers[index % len(answers)]
+        assert type(said) in (str, SentenceKind) and said == "framing"
+    assert coverage.uncited == [i for i in coverage.claims if i not in cited]
+    assert outcome.dead_letter is None
 
 
 def _pipeline(publish_all: bool = False) -> Pipeline:
