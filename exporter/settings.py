@@ -51,7 +51,7 @@ from exporter.kafka.options import (
     read_token,
     tls_context,
 )
-from exporter.records.limits import DEFAULT_LIMITS, Limits
+from exporter.records.limits import DEFAULT_LIMITS, MAX_SENTENCES_PER_ANSWER, Limits
 from exporter.small_files import (
     UnusableFile,
     described,
@@ -121,7 +121,9 @@ class Settings(BaseSettings):
     max_chunk_chars: int = Field(DEFAULT_LIMITS.max_chunk_chars, gt=0)
     max_doc_offset: int = Field(DEFAULT_LIMITS.max_doc_offset, gt=0)
     max_citations_per_answer: int = Field(DEFAULT_LIMITS.max_citations_per_answer, gt=0)
-    max_sentences_per_answer: int = Field(DEFAULT_LIMITS.max_sentences_per_answer, gt=0)
+    max_sentences_per_answer: int = Field(
+        DEFAULT_LIMITS.max_sentences_per_answer, gt=0, le=MAX_SENTENCES_PER_ANSWER
+    )
     max_quote_chars: int = Field(DEFAULT_LIMITS.max_quote_chars, gt=0)
     relocation_budget_ms: float = Field(DEFAULT_LIMITS.relocation_budget_ms, gt=0.0)
 

@@ -24,6 +24,7 @@ from exporter.checks.claims import (
     load_classifier,
 )
 from exporter.errors import SettingsError
+from exporter.records.limits import MAX_ERROR_CHARS
 
 CLAIM, FRAMING = SentenceKind.CLAIM, SentenceKind.FRAMING
 DATA = Path(__file__).parent / "data" / "coverage" / "sentences.jsonl"
@@ -348,3 +349,83 @@ def test_normalising_with_shortcuts_equals_normalising_plainly(text: str) -> Non
 def test_leaving_out_units_that_cannot_match_changes_no_decision(text: str) -> None:
     normalised, _ = claims._normalise(text)
     assert claims._is_framing(normalised) == _is_framing_with_every_unit(normalised)
+
+
+# -- hostile specs and plug-ins (issue 10 review) ---------------------------------------------
+
+
+class _ClassifyProperty:
+    """``classify`` is a property that raises: looking it up is itself a failure."""
+
+    @property
+    def classify(self) -> object:
+        raise RuntimeError("property boom")
+
+
+class _ExplodingGetattr:
+    def __getattr__(self, name: str) -> object:
+        raise ValueError("getattr boom")
+
+
+def _exits() -> None:
+    sys.exit(0)
+
+
+@pytest.fixture
+def hostile_plugin(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Modules that exit at import (with 0 and with 1) or raise a long, multi-line error."""
+    (tmp_path / "exiting0_claims_plugin.py").write_text("import sys\nsys.exit(0)\n")
+    (tmp_path / "exiting1_claims_plugin.py").write_text("raise SystemExit(1)\n")
+    (tmp_path / "chatty_claims_plugin.py").write_text(
+        "raise RuntimeError('line one\\nline two ' + 'x' * 5000)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = types.ModuleType("hostile_claims_plugin")
+    module.property_instance = _ClassifyProperty()  # type: ignore[attr-defined]
+    module.getattr_instance = _ExplodingGetattr()  # type: ignore[attr-defined]
+    module.exits = _exits  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "hostile_claims_plugin", module)
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("spec", "problem"),
+    [
+        # a SystemExit would end the process with its code, silently: a deploy gate passing (0)
+        # or failing (1) without having swept anything
+        ("exiting0_claims_plugin:X", "importing 'exiting0_claims_plugin' failed: SystemExit(0)"),
+        ("exiting1_claims_plugin:X", "importing 'exiting1_claims_plugin' failed: SystemExit(1)"),
+        ("sys:exit", "calling 'exit' failed: SystemExit"),
+        ("hostile_claims_plugin:exits", "calling 'exits' failed: SystemExit(0)"),
+        ("hostile_claims_plugin:property_instance", "RuntimeError('property boom')"),
+        ("hostile_claims_plugin:getattr_instance", "ValueError('getattr boom')"),
+    ],
+)
+def test_a_plugin_that_exits_or_raises_anywhere_is_a_settings_error(
+    hostile_plugin: Path, spec: str, problem: str
+) -> None:
+    with pytest.raises(SettingsError) as raised:
+        load_classifier(spec)
+    assert problem in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "chatty_claims_plugin:X",
+        "m" * 10_000 + ":x",
+        "os:" + "a" * 10_000,
+        "é模块\n\x1b[31m" * 2000 + ":y",
+        ".relative:y",
+        "..:y",
+    ],
+)
+def test_a_classifier_error_is_one_short_line_whatever_the_spec(
+    hostile_plugin: Path, spec: str
+) -> None:
+    with pytest.raises(SettingsError) as raised:
+        load_classifier(spec)
+    message = str(raised.value)
+    assert message.startswith("classifier ")
+    assert len(message) <= MAX_ERROR_CHARS
+    assert "\n" not in message and "\x1b" not in message

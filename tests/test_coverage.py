@@ -7,12 +7,15 @@ framing), so these tests pin the coverage logic, not the built-in classifier's j
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
 from exporter.checks.claims import SentenceKind
@@ -29,7 +32,8 @@ from exporter.pipeline.core import LocalRecord, Pipeline
 from exporter.pipeline.messages import check_message
 from exporter.pipeline.outcome import Mode, Origin, Outcome
 from exporter.records.decode import decode_chunk
-from exporter.records.limits import Limits
+from exporter.records.limits import MAX_ID_CHARS, MAX_SENTENCES_PER_ANSWER, Limits
+from exporter.settings import SettingsError, load_settings
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
 
@@ -253,6 +257,180 @@ def test_anything_but_a_clear_framing_from_a_classifier_is_a_claim() -> None:
     assert outcome.coverage is not None and outcome.coverage.claims == [0]
 
 
+class ExitingClassifier:
+    def classify(self, sentence: str) -> SentenceKind:
+        raise SystemExit(0)
+
+
+def test_a_classifier_that_exits_fails_that_answers_coverage_only() -> None:
+    """A plug-in's SystemExit used to escape the checks: the consumer stopped, and a sweep
+    exited 0, passing its gate with no summary."""
+    outcome = _check(_answer(SENTENCES, _citation(1, 1)), Policy(classifier=ExitingClassifier()))
+    assert outcome.checked[0].verdict.status is Status.OK
+    assert outcome.coverage is not None
+    assert outcome.coverage.status is CoverageStatus.INVALID
+    assert outcome.coverage.reason == "check_failed"
+    assert outcome.coverage.error == "classifying failed: SystemExit: '0'"
+
+
+def test_a_sweep_in_workers_survives_a_classifier_that_exits(tmp_path: Path) -> None:
+    store = _store()
+    citations = _write(
+        tmp_path / "answers.jsonl",
+        [_answer(SENTENCES, _citation(n, 1), answer_id=f"a{n}") for n in range(4)],
+    )
+    summary = SweepSummary()
+    coverage = io.BytesIO()
+    policy = Policy(classifier=ExitingClassifier())
+    run_sweep(store, str(citations), policy, summary, coverage_out=coverage, jobs=2)
+    assert summary.statuses[Status.OK] == 4
+    assert summary.coverage.invalid == 4
+    assert [json.loads(line)["reason"] for line in coverage.getvalue().splitlines()] == [
+        "check_failed"
+    ] * 4
+
+
+def test_only_a_clear_framing_is_framing_not_whatever_says_it_equals_framing() -> None:
+    class Agreeable:
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        __hash__ = None  # type: ignore[assignment]
+
+    class Liar:
+        def classify(self, sentence: str) -> Any:
+            return Agreeable()
+
+    class Plain:
+        def classify(self, sentence: str) -> Any:
+            return "framing" if sentence.startswith("F:") else "claim"
+
+    outcome = _check(_answer(["F: Hello.", "Refunds."]), Policy(classifier=Liar()))
+    assert outcome.coverage is not None and outcome.coverage.claims == [0, 1]
+    outcome = _check(_answer(["F: Hello.", "Refunds."]), Policy(classifier=Plain()))
+    assert outcome.coverage is not None
+    assert (outcome.coverage.framing, outcome.coverage.claims) == ([0], [1])
+
+
+def test_no_coverage_verdict_can_outgrow_a_kafka_message() -> None:
+    """The worst answer the limits allow: every sentence a one-letter uncited claim, so the
+    verdict lists each index twice, with the longest ids and topic, as published. It must fit
+    the producer's max_request_size (1 MiB at least): one that did not was refused by the
+    producer, the whole poll was rewound and the same answer checked again, forever."""
+    assert Limits().max_sentences_per_answer <= MAX_SENTENCES_PER_ANSWER
+    with pytest.raises(ValueError, match="max_sentences_per_answer"):
+        Limits(max_sentences_per_answer=MAX_SENTENCES_PER_ANSWER + 1)
+    limits = Limits(max_sentences_per_answer=MAX_SENTENCES_PER_ANSWER)
+    answer = _answer(
+        ["a"] * MAX_SENTENCES_PER_ANSWER,
+        answer_id="\x01" * MAX_ID_CHARS,  # each escaped as six bytes in JSON
+        topic="\x02" * MAX_ID_CHARS,
+    )
+    outcome = _check(answer, Policy(classifier=PrefixClassifier(), limits=limits))
+    assert outcome.coverage is not None
+    assert len(outcome.coverage.uncited) == MAX_SENTENCES_PER_ANSWER
+    line = verdict_json(
+        outcome.coverage, mode="inline", topic="t" * 249, partition=2**31 - 1, offset=2**63 - 1
+    )
+    assert len(line) + len(verdict_key(outcome.coverage)) < 1_048_576 // 4
+
+
+@pytest.mark.parametrize("spec", ["sys:exit", "no.such.module:Thing"])
+def test_the_service_refuses_a_classifier_that_exits_or_cannot_load(
+    monkeypatch: pytest.MonkeyPatch, spec: str
+) -> None:
+    """The service's settings load the classifier at start-up: a SystemExit there used to end
+    the process with the plug-in's status instead of naming the setting."""
+    monkeypatch.setenv("CITATION_EXPORTER_COVERAGE_CLASSIFIER", spec)
+    with pytest.raises(SettingsError, match="coverage_classifier"):
+        load_settings()
+
+
+def test_the_sentence_limit_is_bounded_in_settings_and_on_the_command_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CITATION_EXPORTER_MAX_SENTENCES_PER_ANSWER", "20000")
+    with pytest.raises(SettingsError, match="max_sentences_per_answer"):
+        load_settings()
+    chunks = _write(tmp_path / "chunks.jsonl", [])
+    citations = _write(tmp_path / "answers.jsonl", [_answer(SENTENCES)])
+    files = ["--chunks", str(chunks), "--citations", str(citations), "--allow-empty"]
+    with pytest.raises(SystemExit, match="2"):
+        main(["sweep", *files, "--max-sentences-per-answer", "20000"])
+    assert "--max-sentences-per-answer must be at most 10,000" in capsys.readouterr().err
+    out = tmp_path / "coverage.jsonl"
+    code = main(["sweep", *files, "--max-sentences-per-answer", "2", "--coverage-out", str(out)])
+    assert code == 0
+    assert json.loads(out.read_text())["reason"] == "oversized"
+
+
+class _Agreeable:
+    """Says it equals anything, framing included."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class _Unruly:
+    """A plugged-in classifier whose every answer is drawn: a kind, garbage, or an exception."""
+
+    def __init__(self, answers: list[Any]) -> None:
+        self._answers = answers
+        self.calls = 0
+
+    def classify(self, sentence: str) -> Any:
+        answer = self._answers[self.calls % len(self._answers)]
+        self.calls += 1
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+
+_UNRULY_ANSWERS = st.one_of(
+    st.sampled_from(
+        [SentenceKind.CLAIM, SentenceKind.FRAMING, "framing", "claim", None, b"framing"]
+    ),
+    st.integers(),
+    st.text(max_size=8),
+    st.builds(_Agreeable),
+    st.sampled_from(
+        [RuntimeError("boom"), SystemExit(3), RecursionError(), ValueError("x" * 5000)]
+    ),
+)
+
+
+@given(
+    answers=st.lists(_UNRULY_ANSWERS, min_size=1, max_size=6),
+    sentences=st.lists(st.text(max_size=20), max_size=8),
+    cited=st.sets(st.integers(0, 7), max_size=8),
+)
+def test_whatever_a_plugged_classifier_does_each_answer_gets_one_bounded_verdict(
+    answers: list[Any], sentences: list[str], cited: set[int]
+) -> None:
+    citations = [_citation(n, n) for n in sorted(cited) if n < len(sentences)]
+    unruly = _Unruly(answers)
+    outcome = _check(_answer(sentences, *citations), Policy(classifier=unruly))
+    assert [c.verdict.status for c in outcome.checked] == [Status.OK] * len(citations)
+    coverage = outcome.coverage
+    assert coverage is not None
+    if coverage.status is CoverageStatus.INVALID:
+        assert coverage.reason == "check_failed" and coverage.error is not None
+        assert len(coverage.error) <= 480 and "\n" not in coverage.error
+        assert outcome.dead_letter is not None and outcome.dead_letter.invalid_sentences
+        return
+    assert sorted(coverage.claims + coverage.framing) == list(range(len(sentences)))
+    asked = [i for i in range(len(sentences)) if i not in cited]  # cited ones are claims
+    assert unruly.calls == len(asked)
+    for call, index in enumerate(asked):  # framing only when the classifier clearly said so
+        said = answers[call % len(answers)]
+        clearly_framing = type(said) in (str, SentenceKind) and said == "framing"
+        assert (index in coverage.framing) == clearly_framing
+    assert coverage.uncited == [i for i in coverage.claims if i not in cited]
+    assert outcome.dead_letter is None
+
+
 def _pipeline(publish_all: bool = False) -> Pipeline:
     return Pipeline(_store(), POLICY, publish_all=publish_all)
 
@@ -381,6 +559,23 @@ def test_a_summary_keeps_a_bounded_number_of_topics() -> None:
     assert sum(topics.values()) == 80
 
 
+def test_the_text_summary_shows_hostile_topics_on_one_short_line() -> None:
+    """A topic is the producer's free text: it used to reach the terminal raw, newlines,
+    carriage returns and escape sequences included, and up to 1,024 characters of it."""
+    summary = SweepSummary()
+    hostile = ["a\nFAKE LINE", "\x1b[2J\x1b[31mred\r", "x" * 1024, "\u202eevil", "ok"]
+    for number, topic in enumerate(hostile):
+        value = _answer(["An uncited claim."], topic=topic)
+        summary.add_outcome(_check(value), f"answers.jsonl:{number}")
+    rendered = "\n".join(summary.coverage.render_lines())
+    topics_line = next(line for line in rendered.splitlines() if "uncited by topic" in line)
+    assert "FAKE LINE" in topics_line and "red" in topics_line and "ok 1" in topics_line
+    assert all(c.isprintable() for c in topics_line)
+    assert len(topics_line) < 5 * 80
+    # the JSON keeps the topics as they are (orjson escapes what it must)
+    assert {row["topic"] for row in summary.coverage.to_json()["uncited_by_topic"]} == set(hostile)
+
+
 def _write(path: Path, records: list[Any]) -> Path:
     path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
     return path
@@ -447,6 +642,22 @@ def test_the_sweep_refuses_a_classifier_it_cannot_load(
         main(["sweep", "--example", "--coverage-classifier", "no.such.module:Thing"])
     error = capsys.readouterr().err
     assert "--coverage-classifier" in error and "no.such.module" in error
+
+
+@pytest.mark.parametrize("spec", ["sys:exit", "builtins:quit"])
+def test_the_sweep_refuses_a_classifier_that_exits_instead_of_exiting_with_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: str
+) -> None:
+    """A plug-in's SystemExit used to end the sweep with status 0 (the gate passed) and no
+    summary, having checked nothing."""
+    chunks = _write(tmp_path / "chunks.jsonl", [])
+    citations = _write(tmp_path / "answers.jsonl", [_answer(["A claim."])])
+    with pytest.raises(SystemExit) as exited:
+        main(["sweep", "--chunks", str(chunks), "--citations", str(citations),
+              "--coverage-classifier", spec])  # fmt: skip
+    assert exited.value.code == 2
+    error = capsys.readouterr().err
+    assert "--coverage-classifier" in error and "SystemExit" in error
 
 
 def test_the_sweep_refuses_two_outputs_on_standard_output(

@@ -41,6 +41,7 @@ from enum import StrEnum
 from typing import Protocol, cast, runtime_checkable
 
 from exporter.errors import SettingsError
+from exporter.records.limits import bounded, preview
 
 __all__ = [
     "MAX_CHARS",
@@ -488,45 +489,60 @@ def load_classifier(spec: str) -> SentenceClassifier:
 
     The attribute may be a class or a zero-argument factory (called), or an object with a
     ``classify`` method (used as is). Raises :class:`~exporter.errors.SettingsError` naming the
-    spec and what is wrong.
+    spec and what is wrong, in one short line, whatever the plug-in does while it is imported,
+    looked up or called: raises anything, or exits (a ``SystemExit`` would otherwise end the
+    process with the plug-in's status, silently: a sweep gate passing, or failing, on nothing).
+    Only ``KeyboardInterrupt`` goes through.
     """
     name = spec.strip()
     if name.casefold() == "rules":
         return RuleClassifier()
     module_name, colon, attribute = name.partition(":")
     if not colon or not module_name or not attribute:
-        raise SettingsError(f"classifier {spec!r}: expected 'rules' or 'module.path:attribute'")
+        raise _spec_error(spec, "expected 'rules' or 'module.path:attribute'")
+    if module_name.startswith("."):
+        raise _spec_error(spec, "a relative module name cannot be imported; give its full path")
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name is not None and (module_name + ".").startswith(exc.name + "."):
-            raise SettingsError(f"classifier {spec!r}: module {module_name!r} not found") from exc
-        raise SettingsError(
-            f"classifier {spec!r}: importing {module_name!r} failed: {exc}"
+            raise _spec_error(spec, f"module {preview(module_name)} not found") from exc
+        raise _spec_error(
+            spec, f"importing {preview(module_name)} failed: {preview(str(exc))}"
         ) from exc
-    except Exception as exc:  # whatever the module raises while it is imported
-        raise SettingsError(
-            f"classifier {spec!r}: importing {module_name!r} failed: {exc!r}"
-        ) from exc
+    except (Exception, SystemExit) as exc:  # whatever the module does while it is imported
+        raise _spec_error(spec, f"importing {preview(module_name)} failed: {_raised(exc)}") from exc
     target: object = module
     for part in attribute.split("."):
         try:
             target = getattr(target, part)
         except AttributeError as exc:
-            raise SettingsError(
-                f"classifier {spec!r}: module {module_name!r} has no attribute {attribute!r}"
+            raise _spec_error(
+                spec, f"module {preview(module_name)} has no attribute {preview(attribute)}"
             ) from exc
-    if isinstance(target, type) or (not _has_classify(target) and callable(target)):
-        try:
+        except (Exception, SystemExit) as exc:  # a module's __getattr__ may do anything
+            raise _spec_error(
+                spec, f"looking up {preview(attribute)} failed: {_raised(exc)}"
+            ) from exc
+    try:
+        if isinstance(target, type) or (not _has_classify(target) and callable(target)):
             target = target()
-        except Exception as exc:
-            raise SettingsError(
-                f"classifier {spec!r}: calling {attribute!r} failed: {exc!r}"
-            ) from exc
-    if not _has_classify(target):
-        raise SettingsError(f"classifier {spec!r}: {attribute!r} has no classify method")
+        usable = _has_classify(target)
+    except (Exception, SystemExit) as exc:
+        raise _spec_error(spec, f"calling {preview(attribute)} failed: {_raised(exc)}") from exc
+    if not usable:
+        raise _spec_error(spec, f"{preview(attribute)} has no classify method")
     return cast(SentenceClassifier, target)
 
 
 def _has_classify(candidate: object) -> bool:
     return callable(getattr(candidate, "classify", None))
+
+
+def _raised(exc: BaseException) -> str:
+    """An exception a plug-in raised, as ``Type('message')``, short and on one line."""
+    return preview(exc)
+
+
+def _spec_error(spec: str, problem: str) -> SettingsError:
+    return SettingsError(bounded(f"classifier {preview(spec)}: {problem}"))

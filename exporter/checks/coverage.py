@@ -25,6 +25,9 @@ __all__ = [
     "invalid_coverage",
 ]
 
+# What a classifier's answer may be to count as framing: no subclass with its own __eq__.
+_KINDS = (SentenceKind, str)
+
 
 class CoverageStatus(StrEnum):
     COVERED = "covered"
@@ -85,9 +88,11 @@ def check_coverage(
     A sentence a citation names is a claim by the answer's own account, and covered: the
     classifier is asked about the others only (in a typical answer most claims are cited, so
     this is most of the cost saved, and no uncited claim can hide behind it). Anything but a
-    clear ``framing`` from the classifier counts as a claim (missing a claim is worse than
-    flagging framing). A classifier that raises (a plugged-in one with a bug) makes this
-    answer's coverage ``invalid`` with reason ``check_failed``; it never stops the checks.
+    clear ``framing`` from the classifier (:attr:`SentenceKind.FRAMING` or the string
+    ``"framing"``) counts as a claim (missing a claim is worse than flagging framing), even an
+    object that says it equals everything. A classifier that raises or exits (a
+    plugged-in one with a bug) makes this answer's coverage ``invalid`` with reason
+    ``check_failed``; it never stops the checks (only ``KeyboardInterrupt`` goes through).
     """
     claims: list[int] = []
     framing: list[int] = []
@@ -95,11 +100,13 @@ def check_coverage(
         for index, sentence in enumerate(sentences):
             if index in cited:
                 claims.append(index)
-            elif classifier.classify(sentence) == SentenceKind.FRAMING:
+                continue
+            kind = classifier.classify(sentence)
+            if type(kind) in _KINDS and kind == SentenceKind.FRAMING:
                 framing.append(index)
             else:
                 claims.append(index)
-    except Exception as exc:  # one answer never stops the checks
+    except (Exception, SystemExit) as exc:  # one answer never stops the checks
         return invalid_coverage(answer_id, topic, failure("classifying", exc), "check_failed")
     uncited = [index for index in claims if index not in cited]
     if uncited:

@@ -47,6 +47,8 @@ _LIMIT_HELP = {
     "max_chunk_chars": "chunk records whose text is longer are rejected",
     "max_doc_offset": "chunk records placed further into their document are rejected",
     "max_citations_per_answer": "answers with more citations are rejected whole, in one error",
+    "max_sentences_per_answer": "answers with more sentences have their coverage judged "
+    "invalid (oversized); their citations are still checked",
     "max_quote_chars": "longer quotes (after folding) are matched and searched verbatim "
     "only, never approximately",
     "relocation_budget_ms": "CPU milliseconds one citation's relocation may take; past it "

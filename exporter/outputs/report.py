@@ -28,6 +28,18 @@ _MAX_ERRORS_KEPT = 20
 # (a topic is the producer's free text: an archive may hold any number of them).
 _MAX_TOPICS_KEPT = 50
 _OTHER_TOPIC = "other"
+# A topic in the text summary: at most this many characters (as long as a metric label's).
+_TOPIC_SHOWN = 64
+
+
+def _shown_topic(topic: str) -> str:
+    """A topic for a terminal: cut short, and every character that is not printable (a newline,
+    a carriage return, an escape sequence, a bidirectional override) shown escaped."""
+    if not topic:
+        return "(no topic)"
+    cut = topic[:_TOPIC_SHOWN]
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in cut)
+    return shown + ("..." if len(topic) > _TOPIC_SHOWN else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +176,7 @@ class CoverageSummary:
         ]
         if self.uncited_topics:
             top = ", ".join(
-                f"{topic or '(no topic)'} {count:,}"
+                f"{_shown_topic(topic)} {count:,}"
                 for topic, count in self.uncited_topics.most_common(5)
             )
             lines.append(f"  uncited by topic: {top}")

@@ -17,6 +17,7 @@ __all__ = [
     "MAX_ERROR_BYTES",
     "MAX_ERROR_CHARS",
     "MAX_ID_CHARS",
+    "MAX_SENTENCES_PER_ANSWER",
     "Limits",
     "bounded",
     "failure",
@@ -31,6 +32,13 @@ MAX_ID_CHARS = 1024
 # this many characters, and this many bytes of UTF-8 (four-byte emoji ids would quadruple it).
 MAX_ERROR_CHARS = 480
 MAX_ERROR_BYTES = 1000
+# The highest max_sentences_per_answer may be set: an answer's coverage verdict lists its
+# sentences' indices (each claim's, and again each uncited one's), so at this many its verdict is
+# still ~120 kB at worst, far inside a Kafka producer's max_request_size (1 MiB at least); at
+# 100,000 a 400 kB answer of one-letter claims had a verdict of 1.2 MB, which the producer
+# refused, rewinding the poll to check the same answer again, forever. It also bounds the
+# classifier's work per answer.
+MAX_SENTENCES_PER_ANSWER = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +75,11 @@ class Limits:
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.max_sentences_per_answer > MAX_SENTENCES_PER_ANSWER:
+            raise ValueError(
+                f"max_sentences_per_answer must be at most {MAX_SENTENCES_PER_ANSWER:,} (a "
+                f"coverage verdict lists every sentence), got {self.max_sentences_per_answer:,}"
+            )
         if not self.relocation_budget_ms > 0:
             budget = self.relocation_budget_ms
             raise ValueError(f"relocation_budget_ms must be positive, got {budget}")
