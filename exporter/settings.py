@@ -17,6 +17,7 @@ named there rather than retried forever as an unreachable broker.
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
 import os
 import re
@@ -32,7 +33,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from exporter.checks.claims import load_classifier
+from exporter.checks.claims import SentenceClassifier, load_classifier
 from exporter.checks.engine import Policy
 from exporter.defaults import (
     DEFAULT_HIGH_SEVERITY_TOPICS,
@@ -179,7 +180,7 @@ class Settings(BaseSettings):
     def _classifier_loads(cls, value: str) -> str:
         """A classifier that cannot be imported is a start-up error, not a crash mid-stream."""
         try:
-            load_classifier(value)
+            _classifier(value)
         except SettingsError as exc:
             raise ValueError(str(exc)) from None
         return value
@@ -290,7 +291,7 @@ class Settings(BaseSettings):
             self.threshold,
             self.high_severity_topics,
             self.limits,
-            load_classifier(self.coverage_classifier),
+            _classifier(self.coverage_classifier),
             self.coverage,
         )
 
@@ -322,6 +323,13 @@ def _listed(problems: list[str]) -> str:
 def _did_you_mean(name: str, candidates: list[str]) -> str:
     close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
     return f" (did you mean {close[0]}?)" if close else ""
+
+
+@functools.lru_cache(maxsize=4)
+def _classifier(spec: str) -> SentenceClassifier:
+    """The classifier a spec names, loaded once per process: a factory that loads a model is
+    not run again for every policy the settings give (nor twice at start-up)."""
+    return load_classifier(spec)
 
 
 def _source(name: str, overrides: dict[str, object], config_file: Path | None) -> str:

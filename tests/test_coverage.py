@@ -524,7 +524,7 @@ def test_the_summary_adds_up_coverage_and_keeps_the_error() -> None:
         _answer(SENTENCES, _citation(1, 1)),
         _answer(SENTENCES[:2], _citation(1, 1), topic="legal"),
         _answer(["Seats are unlimited."], topic="legal"),
-        _answer([3], _citation(1, 1)),
+        _answer([3], _citation(1, 0)),
     ):
         summary.add_outcome(_check(value, mode=Mode.SWEEP), "answers.jsonl:1")
     report = summary.to_json(0.01)["coverage"]
@@ -739,3 +739,13 @@ def test_coverage_can_be_switched_off_and_then_sentences_are_ignored(
     with pytest.raises(SystemExit, match="2"):
         main(["sweep", "--example", "--no-coverage", "--coverage-out", str(tmp_path / "c")])
     assert "--coverage-out needs coverage" in capsys.readouterr().err
+
+
+def test_an_index_beyond_a_list_of_non_strings_is_out_of_range_too() -> None:
+    """The list's items fail the coverage; an index past its end fails its own citation."""
+    outcome = _check(_answer([1, 2], _citation(1, 1), _citation(2, 2)))
+    assert [c.verdict.status for c in outcome.checked] == [Status.OK, Status.INVALID]
+    assert outcome.checked[1].verdict.error == (
+        "'sentence_index' 2 is out of range: the answer has 2 sentences"
+    )
+    assert outcome.coverage is not None and outcome.coverage.status is CoverageStatus.INVALID

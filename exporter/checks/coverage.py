@@ -61,6 +61,12 @@ class CoverageVerdict:
     error: str | None = None
 
 
+# bound once: an enum member looked up on its class costs more than the rest of the loop
+_FRAMING = SentenceKind.FRAMING
+_COVERED, _UNCITED = CoverageStatus.COVERED, CoverageStatus.UNCITED_CLAIMS
+_KEEP, _MARK = CoverageAction.KEEP, CoverageAction.MARK_UNCITED
+
+
 def invalid_coverage(
     answer_id: str | None, topic: str | None, error: str, reason: str = "invalid_record"
 ) -> CoverageVerdict:
@@ -96,21 +102,21 @@ def check_coverage(
     """
     claims: list[int] = []
     framing: list[int] = []
+    uncited: list[int] = []
     try:
+        classify = classifier.classify
         for index, sentence in enumerate(sentences):
             if index in cited:
                 claims.append(index)
                 continue
-            kind = classifier.classify(sentence)
-            if type(kind) in _KINDS and kind == SentenceKind.FRAMING:
+            kind = classify(sentence)
+            if type(kind) in _KINDS and kind == _FRAMING:
                 framing.append(index)
             else:
                 claims.append(index)
+                uncited.append(index)
     except (Exception, SystemExit) as exc:  # one answer never stops the checks
         return invalid_coverage(answer_id, topic, failure("classifying", exc), "check_failed")
-    uncited = [index for index in claims if index not in cited]
     if uncited:
-        status, action = CoverageStatus.UNCITED_CLAIMS, CoverageAction.MARK_UNCITED
-    else:
-        status, action = CoverageStatus.COVERED, CoverageAction.KEEP
-    return CoverageVerdict(answer_id, status, action, claims, framing, uncited, topic)
+        return CoverageVerdict(answer_id, _UNCITED, _MARK, claims, framing, uncited, topic)
+    return CoverageVerdict(answer_id, _COVERED, _KEEP, claims, framing, uncited, topic)

@@ -90,9 +90,11 @@ def _letter(
     )
 
 
-def _coverage(parsed: object, cited: set[int], policy: Policy) -> CoverageVerdict | None:
+def _coverage(
+    parsed: object, cited: set[int], policy: Policy, header_checked: bool
+) -> CoverageVerdict | None:
     """The coverage verdict of an answer event that carried sentences (None otherwise)."""
-    answer = decode_sentences(parsed, policy.limits)
+    answer = decode_sentences(parsed, policy.limits, header_checked=header_checked)
     if answer is None:
         return None
     if answer.sentences is None:
@@ -146,12 +148,14 @@ def _check(  # noqa: PLR0917 - the private body of check_message, called once
     checked: list[CheckedCitation] = []
     invalid: list[InvalidCitation] = []
     cited: set[int] = set()  # sentences named by a citation that could be decoded
+    decoded = False  # some citation of the answer could be decoded: its header is good
     in_answer = type(parsed) is dict and "citations" in parsed
     # the check time is a metric of inline checks only: a sweep does not read the clock
     clock = time.perf_counter if mode is Mode.INLINE else None
     for index, item in enumerate(decode_citations(parsed, policy.limits)):
         position = index if in_answer else None
         if type(item) is Citation:
+            decoded = True
             if item.sentence_index is not None:
                 cited.add(item.sentence_index)
             started = clock() if clock is not None else 0.0
@@ -166,6 +170,6 @@ def _check(  # noqa: PLR0917 - the private body of check_message, called once
             assert isinstance(item, InvalidCitation)
             invalid.append(item)
             checked.append(CheckedCitation(invalid_verdict(item), item.index))
-    coverage = _coverage(parsed, cited, policy) if in_answer and policy.coverage else None
+    coverage = _coverage(parsed, cited, policy, decoded) if in_answer and policy.coverage else None
     dead_letter = _letter(origin, value, key, invalid, coverage)
     return Outcome(origin, mode, checked, dead_letter, coverage=coverage)

@@ -315,29 +315,43 @@ def _answer_header(obj: dict[str, Any]) -> tuple[str, str | None]:
     return answer_id, topic
 
 
-def _sentences(sentences: object) -> tuple[str, ...]:
+def _sentences(sentences: object) -> list[str]:
     if type(sentences) is not list:
         raise RecordError(f"'sentences' must be a list of strings, got {_type_name(sentences)}")
-    for index, sentence in enumerate(sentences):
+    for sentence in sentences:
         if type(sentence) is not str:
+            index = next(i for i, s in enumerate(sentences) if type(s) is not str)
             raise RecordError(
                 f"'sentences' must be a list of strings, but item #{index} is "
                 f"{_type_name(sentence)}"
             )
-    return tuple(sentences)
+    return sentences
 
 
-def decode_sentences(value: object, limits: Limits = DEFAULT_LIMITS) -> AnswerSentences | None:
+def decode_sentences(
+    value: object, limits: Limits = DEFAULT_LIMITS, *, header_checked: bool = False
+) -> AnswerSentences | None:
     """What coverage needs from an answer event: None unless it is one that carried
     ``sentences`` (a lone citation record cannot be judged for coverage).
 
     Never raises: sentences that cannot be used come back with ``sentences=None`` and the error,
     and so does an answer whose citations or header are unusable (coverage needs to know which
-    sentences were cited, and by which answer).
+    sentences were cited, and by which answer). ``header_checked`` says
+    :func:`decode_citations` already decoded a citation of this answer, so its header and its
+    list of citations are known to be good and are not validated again.
     """
     if type(value) is not dict or "citations" not in value or value.get("sentences") is None:
         return None
     obj: dict[str, Any] = value
+    if header_checked:
+        sentences = obj["sentences"]
+        if type(sentences) is list and len(sentences) <= limits.max_sentences_per_answer:
+            for sentence in sentences:
+                if type(sentence) is not str:
+                    break
+            else:  # the common case, straight through; anything else is explained below
+                return AnswerSentences(obj["answer_id"], obj.get("topic"), sentences)
+        return _answer_sentences(obj, obj["answer_id"], obj.get("topic"), limits)
     own_id = _identifier(obj.get("answer_id"))
     own_topic = _identifier(obj.get("topic"))
     citations = obj["citations"]
@@ -356,6 +370,12 @@ def decode_sentences(value: object, limits: Limits = DEFAULT_LIMITS) -> AnswerSe
         answer_id, topic = _answer_header(obj)
     except RecordError as exc:
         return AnswerSentences(own_id, own_topic, None, bounded(f"answer event: {exc}"))
+    return _answer_sentences(obj, answer_id, topic, limits)
+
+
+def _answer_sentences(
+    obj: dict[str, Any], answer_id: str, topic: str | None, limits: Limits
+) -> AnswerSentences:
     sentences = obj["sentences"]
     if type(sentences) is list and len(sentences) > limits.max_sentences_per_answer:
         error = (
@@ -410,14 +430,11 @@ def decode_citations(
         for index, raw in enumerate(citations):
             yield _invalid(f"answer event: {exc}", raw, own_id, index)
         return
-    # a citation's sentence_index must name one of its answer's sentences, when they are usable
-    # (unusable sentences fail the answer's coverage, never its citations)
+    # a citation's sentence_index must name one of its answer's sentences (an item of the list,
+    # whatever the items are: items that are not strings fail the answer's coverage, not its
+    # citations)
     sentences = obj.get("sentences")
-    count = (
-        len(sentences)
-        if type(sentences) is list and all(type(s) is str for s in sentences)
-        else None
-    )
+    count = len(sentences) if type(sentences) is list else None
     for index, raw in enumerate(citations):
         try:
             yield _citation(_as_object(raw, "a citation"), answer_id, topic, count)

@@ -71,17 +71,19 @@ class InvalidCitation:
     reason: str = "invalid_record"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class AnswerSentences:
     """What coverage reads from an answer event that carried ``sentences``.
 
     ``sentences`` is None when they could not be used; ``error`` says why, and ``reason`` is a
     bounded label value (``invalid_record`` or ``oversized``). The answer's citations are
-    decoded apart, and checked whatever this holds.
+    decoded apart, and checked whatever this holds. One is made per answer on the sweep's hot
+    path: plain, not frozen (read-only by convention), and the list is the decoded one, not a
+    copy.
     """
 
     answer_id: str | None
     topic: str | None
-    sentences: tuple[str, ...] | None
+    sentences: list[str] | None
     error: str | None = None
     reason: str = "invalid_record"
