@@ -10,7 +10,10 @@ Prints figures; asserts nothing (tests/test_claims.py holds the floors, no timed
    checked for a citation. Only ``tune`` may be looked at sentence by sentence
    (``--show-tune-failures``); ``measure`` is for measuring and its failures are never printed.
 2. Speed: the labelled sentences classified over and over (``--classifications`` in all) on one
-   thread, as sentences per second and microseconds per sentence; then hostile sentences of
+   thread, as sentences per second and microseconds per sentence: each one new to the
+   classifier (the rules' cache of recent sentences emptied before every call, the cost a
+   sentence seen for the first time has), and as answers repeat them (cache kept); then
+   hostile sentences of
    ``--hostile-mb`` megabytes each (one letter repeated, whitespace, every script with control
    characters and lone surrogates, repeated framing), as microseconds per call.
 
@@ -29,7 +32,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from exporter.checks.claims import SentenceClassifier, SentenceKind, load_classifier  # noqa: E402
+from exporter.checks import claims  # noqa: E402
+from exporter.checks.claims import (  # noqa: E402
+    RuleClassifier,
+    SentenceClassifier,
+    SentenceKind,
+    load_classifier,
+)
 
 DATA = ROOT / "tests" / "data" / "coverage" / "sentences.jsonl"
 
@@ -60,19 +69,25 @@ def _quality(classifier: SentenceClassifier, rows: list[dict[str, str]], split: 
 
 
 def _speed(classifier: SentenceClassifier, sentences: list[str], classifications: int) -> None:
-    """Prints the classification rate over the labelled sentences repeated."""
+    """Prints the classification rate over the labelled sentences repeated, each one new to
+    the classifier (no cache) and as repeated (the cache of the rules, when they are used)."""
     rounds = max(1, classifications // len(sentences))
     classify = classifier.classify
-    started = time.perf_counter()
-    for _ in range(rounds):
-        for sentence in sentences:
-            classify(sentence)
-    elapsed = time.perf_counter() - started
-    done = rounds * len(sentences)
-    print(
-        f"speed: {done:,} classifications of the labelled sentences in {elapsed:.2f} s: "
-        f"{done / elapsed:,.0f} sentences/s, {elapsed / done * 1e6:.2f} us per sentence"
-    )
+    forget = claims._classify.cache_clear if isinstance(classifier, RuleClassifier) else None
+    for label, cached in (("each new", False), ("repeated", True)):
+        started = time.perf_counter()
+        for _ in range(rounds):
+            for sentence in sentences:
+                if not cached and forget is not None:
+                    forget()
+                classify(sentence)
+        elapsed = time.perf_counter() - started
+        done = rounds * len(sentences)
+        print(
+            f"speed, {label}: {done:,} classifications of the labelled sentences in "
+            f"{elapsed:.2f} s: {done / elapsed:,.0f} sentences/s, "
+            f"{elapsed / done * 1e6:.2f} us per sentence"
+        )
 
 
 def _hostile(classifier: SentenceClassifier, megabytes: float) -> None:
