@@ -18,7 +18,8 @@ def add_parser(commands: Any) -> None:
         description="Run the exporter's pipeline in-process on simulated traffic: a "
         "baseline, then a chunk-size change, then a content refresh. /metrics is served on "
         "its usual port while the terminal shows the drift and superseded ratios against the "
-        "alert thresholds, and the shift clusters as they form.",
+        "alert thresholds, the shift clusters as they form, and the share of claims the "
+        "answers make with no citation (coverage).",
     )
     demo.add_argument(
         "--metrics-port",
