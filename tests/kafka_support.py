@@ -18,7 +18,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,7 +121,13 @@ def produce(
     return asyncio.run(_produce(bootstrap, topic, messages))
 
 
-async def _consume(bootstrap: str, topic: str, count: int, seconds: float) -> list[Any]:
+async def _consume(
+    bootstrap: str,
+    topic: str,
+    count: int,
+    seconds: float,
+    keep: Callable[[Any], bool] = lambda record: True,
+) -> list[Any]:
     consumer = AIOKafkaConsumer(
         topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest", group_id=None
     )
@@ -132,10 +138,10 @@ async def _consume(bootstrap: str, topic: str, count: int, seconds: float) -> li
         while len(records) < count and time.monotonic() < deadline:
             batches = await consumer.getmany(timeout_ms=500)
             for batch in batches.values():
-                records.extend(batch)
+                records.extend(filter(keep, batch))
         # a little longer, to catch more than expected
         for batch in (await consumer.getmany(timeout_ms=1000)).values():
-            records.extend(batch)
+            records.extend(filter(keep, batch))
     finally:
         await consumer.stop()
     return records
@@ -144,6 +150,18 @@ async def _consume(bootstrap: str, topic: str, count: int, seconds: float) -> li
 def consume(bootstrap: str, topic: str, count: int, seconds: float = 60.0) -> list[Any]:
     """Read a topic from the beginning until ``count`` records (or time) are seen."""
     return asyncio.run(_consume(bootstrap, topic, count, seconds))
+
+
+def _is_citation_verdict(record: Any) -> bool:
+    return "check" not in orjson.loads(record.value)
+
+
+def consume_citation_verdicts(
+    bootstrap: str, topic: str, count: int, seconds: float = 60.0
+) -> list[Any]:
+    """The citation verdicts of a verdicts topic (its coverage verdicts, keyed by answer, left
+    out), read from the beginning until ``count`` (or time) are seen."""
+    return asyncio.run(_consume(bootstrap, topic, count, seconds, _is_citation_verdict))
 
 
 async def _end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -290,3 +291,15 @@ def test_run_with_an_invalid_setting_exits_2_naming_it() -> None:
     assert done.returncode == 2
     assert "threshold (CITATION_EXPORTER_THRESHOLD)" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", ["sweep", "simulate", "run", "demo", "produce"])
+def test_help_examples_keep_their_line_breaks(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An example continued with a backslash must show it: a lone backslash before a newline in
+    a Python string joins the lines into one that cannot be pasted."""
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = capsys.readouterr().out
+    assert not re.search(r"\S {4,}--", text), text

@@ -451,8 +451,10 @@ def test_only_uncited_claims_are_published_unless_all_verdicts_are() -> None:
     published = loud.answer(_record(covered)).publish
     assert [type(v).__name__ for v in published] == ["Verdict", "CoverageVerdict"]
     assert loud.answer(_record(invalid)).publish[-1:] != [CoverageVerdict]
-    # a sweep publishes failures only, even with publish_all_verdicts
+    # a sweep publishes failures only, even with publish_all_verdicts, and no coverage verdict:
+    # coverage does not depend on the store, and was published when the answer was first read
     assert loud.answer(_record(covered), Mode.SWEEP).publish == []
+    assert quiet.answer(_record(uncited), Mode.SWEEP).publish == []
 
 
 def test_the_coverage_verdict_on_the_wire() -> None:
@@ -545,7 +547,7 @@ def test_the_summary_adds_up_coverage_and_keeps_the_error() -> None:
         "answers.jsonl:1 sentences: 'sentences' must be a list of strings, but item #0 is int"
     ]
     text = summary.render_text(0.01)
-    assert "coverage: 3 answers with sentences; 5 claims, 3 framing" in text
+    assert "coverage: 3 answers judged; 5 claims, 3 framing" in text
     assert "uncited ratio      60.00%   3 claims without a citation, in 2 answers" in text
     assert "uncited by topic: billing 2, legal 1" in text
 
@@ -735,7 +737,9 @@ def test_coverage_can_be_switched_off_and_then_sentences_are_ignored(
     outcome = _check(_answer(["one claim", 42], _citation(1, 0)), off)
     assert outcome.coverage is None and outcome.dead_letter is None
     assert main(["sweep", "--example", "--no-coverage", "--format", "json", "--jobs", "1"]) == 1
-    assert json.loads(capsys.readouterr().out)["coverage"]["answers"] == 0
+    assert json.loads(capsys.readouterr().out)["coverage"] is None  # not judged, not zero
+    assert main(["sweep", "--example", "--no-coverage", "--jobs", "1"]) == 1
+    assert "coverage: not judged (switched off)" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="2"):
         main(["sweep", "--example", "--no-coverage", "--coverage-out", str(tmp_path / "c")])
     assert "--coverage-out needs coverage" in capsys.readouterr().err
@@ -749,3 +753,18 @@ def test_an_index_beyond_a_list_of_non_strings_is_out_of_range_too() -> None:
         "'sentence_index' 2 is out of range: the answer has 2 sentences"
     )
     assert outcome.coverage is not None and outcome.coverage.status is CoverageStatus.INVALID
+
+
+def test_an_answer_event_without_its_citations_key_is_named_as_such() -> None:
+    """Sentences and no 'citations': not a citation missing its span, but an answer event that
+    lost its list (an answer that cites nothing sends [] and is judged)."""
+    outcome = _check({"answer_id": "a1", "sentences": ["Seats are unlimited."]})
+    assert [c.verdict.status for c in outcome.checked] == [Status.INVALID]
+    assert outcome.checked[0].verdict.error == (
+        "an answer event needs 'citations': a list, [] when the answer cites nothing"
+    )
+    assert outcome.checked[0].verdict.answer_id == "a1"
+    cites_nothing = _check(
+        {"answer_id": "a1", "sentences": ["Seats are unlimited."], "citations": []}
+    )
+    assert cites_nothing.coverage is not None and cites_nothing.coverage.uncited == [0]

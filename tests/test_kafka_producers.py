@@ -31,6 +31,7 @@ from kafka_support import (
     chunk_messages,
     committed,
     consume,
+    consume_citation_verdicts,
     create_topics,
     end_offsets,
     expected_verdicts,
@@ -425,7 +426,7 @@ def test_a_batch_corrupted_on_the_brokers_disk_is_named_counted_and_committed_pa
     assert f"offsets {first} to {last} (CorruptRecordException" in named[0], named[0]
 
     # every readable citation checked exactly once, none of the bad batch's
-    verdicts = consume(bootstrap, topics.verdicts, len(readable), seconds=30)
+    verdicts = consume_citation_verdicts(bootstrap, topics.verdicts, len(readable), seconds=30)
     assert Counter(record.key.decode() for record in verdicts) == Counter(readable)
     assert all(not first <= orjson.loads(record.value)["offset"] <= last for record in verdicts)
 

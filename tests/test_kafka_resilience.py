@@ -17,7 +17,7 @@ from kafka_support import (
     ExporterProcess,
     answer_messages,
     chunk_messages,
-    consume,
+    consume_citation_verdicts,
     create_topics,
     expected_verdicts,
     produce,
@@ -68,7 +68,7 @@ def test_kill_9_in_the_middle_of_a_stream_loses_nothing(
         seen: set[str] = set()
         deadline = time.monotonic() + 90
         while not failing <= seen and time.monotonic() < deadline:
-            records = consume(bootstrap, topics.verdicts, len(failing), seconds=5)
+            records = consume_citation_verdicts(bootstrap, topics.verdicts, len(failing), seconds=5)
             seen = {r.key.decode() for r in records}
         checked_after = total(second.scrape(), "citation_checks_total", mode="inline")
     finally:
@@ -119,7 +119,7 @@ def test_two_exporters_in_one_group_check_every_citation_exactly_once(
     assert not lag_partitions[0] & lag_partitions[1], "each partition's lag comes from its owner"
     assert lag_partitions[0] | lag_partitions[1] == {"0", "1", "2", "3"}
     failing = _failing_ids(scenario)
-    records = consume(bootstrap, topics.verdicts, len(failing))
+    records = consume_citation_verdicts(bootstrap, topics.verdicts, len(failing))
     assert Counter(r.key.decode() for r in records) == Counter(failing)
 
 

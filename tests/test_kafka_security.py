@@ -31,6 +31,7 @@ from kafka_support import (
     answer_messages,
     chunk_messages,
     consume,
+    consume_citation_verdicts,
     create_topics,
     expected_verdicts,
     free_port,
@@ -208,7 +209,7 @@ def test_the_exporter_consumes_and_produces_over_a_secured_listener(
     )
 
     # what it produced over the secured listener, read back over PLAINTEXT
-    verdicts = consume(bootstrap, topics.verdicts, len(failing), seconds=30)
+    verdicts = consume_citation_verdicts(bootstrap, topics.verdicts, len(failing), seconds=30)
     assert sorted(r.key.decode() for r in verdicts) == sorted(failing)
     for record in verdicts:
         got, want = orjson.loads(record.value), failing[record.key.decode()]

@@ -32,7 +32,8 @@ def add_parser(commands: Any) -> None:
         help="write a seeded, realistic scenario with expected verdicts",
         description="Generate documents, chunks, answers with citations, the live store after "
         "a chunk-size change, a re-extraction, a content refresh, silent edits and deletions, "
-        "and the expected verdict for every citation.",
+        "and the expected verdict for every citation; answers carry their sentences, some "
+        "claims left uncited, with the expected coverage of every answer.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

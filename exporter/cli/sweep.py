@@ -51,7 +51,7 @@ examples:
       --out verdicts.jsonl.gz
 
   # also say which answers assert claims no citation backs (coverage)
-  citation-exporter sweep --chunks chunks.jsonl --citations answers.jsonl \
+  citation-exporter sweep --chunks chunks.jsonl --citations answers.jsonl \\
       --coverage-out coverage.jsonl
 
   # the same as a JSON summary, for a CI step to parse
@@ -245,7 +245,7 @@ def run(args: argparse.Namespace) -> int:
     if args.no_coverage and args.coverage_out:
         raise UsageError("--coverage-out needs coverage: drop --no-coverage")
     jobs = _jobs(args.jobs)
-    summary = SweepSummary()
+    summary = SweepSummary(coverage_judged=not args.no_coverage)
     with workdir or nullcontext():
         _refuse_overwriting(args, chunks, citations)
         try:

@@ -169,10 +169,10 @@ class CoverageSummary:
             return []
         lines = [
             "",
-            f"  coverage: {self.answers:,} answers with sentences; {self.claims:,} claims, "
-            f"{self.framing:,} framing",
-            f"  uncited ratio     {self.uncited_ratio:7.2%}   {self.uncited:,} claims without a "
-            f"citation, in {self.answers_uncited:,} answers (mark_uncited)",
+            f"  coverage: {_count(self.answers, 'answer')} judged; "
+            f"{_count(self.claims, 'claim')}, {self.framing:,} framing",
+            f"  uncited ratio     {self.uncited_ratio:7.2%}   {_count(self.uncited, 'claim')} "
+            f"without a citation, in {_count(self.answers_uncited, 'answer')} (mark_uncited)",
         ]
         if self.uncited_topics:
             top = ", ".join(
@@ -185,6 +185,10 @@ class CoverageSummary:
         return lines
 
 
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}" + ("" if number == 1 else "s")
+
+
 @dataclass
 class SweepSummary:
     """Accumulates verdicts in constant memory (shifts are kept as a value -> count map)."""
@@ -195,6 +199,7 @@ class SweepSummary:
     shifts: Counter[int] = field(default_factory=Counter)
     unknown_shifts: int = 0
     coverage: CoverageSummary = field(default_factory=CoverageSummary)
+    coverage_judged: bool = True  # False with --no-coverage: reported as not judged, not as 0
     invalid_chunk_records: int = 0
     errors: list[str] = field(default_factory=list)
     chunks_loaded: int = 0
@@ -315,7 +320,7 @@ class SweepSummary:
                     for c in shift_clusters(self.shifts)
                 ],
             },
-            "coverage": self.coverage.to_json(),
+            "coverage": self.coverage.to_json() if self.coverage_judged else None,
             "chunks_loaded": self.chunks_loaded,
             "documents_loaded": self.documents_loaded,
             "invalid_chunk_records": self.invalid_chunk_records,
@@ -383,7 +388,10 @@ class SweepSummary:
                         "  one cluster holds most of the drift: a systematic cause "
                         "(a chunker or parser change) is likely"
                     )
-        lines += self.coverage.render_lines()
+        if self.coverage_judged:
+            lines += self.coverage.render_lines()
+        else:
+            lines += ["", "  coverage: not judged (switched off)"]
         if self.invalid_chunk_records or self.statuses[Status.INVALID] or self.coverage.invalid:
             lines += [
                 "",

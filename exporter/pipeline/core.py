@@ -119,10 +119,16 @@ class Pipeline:
             status = checked.verdict.status
             if status is not Status.INVALID and (publish_all or status is not Status.OK):
                 outcome.publish.append(checked.verdict)
+        # coverage depends on the answer alone, not on the store: its verdict was published when
+        # the answer was first checked, and a sweep after a re-index would only repeat it
         coverage = outcome.coverage
-        if coverage is not None and (
-            coverage.status is CoverageStatus.UNCITED_CLAIMS
-            or (publish_all and coverage.status is CoverageStatus.COVERED)
+        if (
+            coverage is not None
+            and mode is Mode.INLINE
+            and (
+                coverage.status is CoverageStatus.UNCITED_CLAIMS
+                or (publish_all and coverage.status is CoverageStatus.COVERED)
+            )
         ):
             outcome.publish.append(coverage)
         return outcome

@@ -403,6 +403,14 @@ def decode_citations(
         return
     obj: dict[str, Any] = value
     if "citations" not in obj:
+        if obj.get("sentences") is not None:  # an answer event that lost its citations
+            yield _invalid(
+                "an answer event needs 'citations': a list, [] when the answer cites nothing",
+                obj,
+                _identifier(obj.get("answer_id")),
+                None,
+            )
+            return
         try:
             yield _citation(obj, None, None)
         except RecordError as exc:
