@@ -17,7 +17,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from exporter.checks.coverage import CoverageStatus, CoverageVerdict
+from exporter.checks.coverage import CoverageStatus
 from exporter.checks.relocate import UNREPAIRED_OUTCOMES
 from exporter.checks.verdict import FailedCheck, Status
 from exporter.outputs.histograms import BatchHistogram
@@ -276,11 +276,21 @@ class ExporterMetrics:
         similarities: dict[Mode, list[float]] = {mode: [] for mode in Mode}
         shifts: dict[Mode, list[float]] = {mode: [] for mode in Mode}
         durations: list[float] = []
+        # per mode: answers whose coverage was judged, their claim and their framing sentences
+        answers: dict[Mode, list[int]] = {mode: [0, 0, 0] for mode in Mode}
         invalid, repaired = Status.INVALID, Status.DRIFT_REPAIRED
         for outcome in outcomes:
             mode = outcome.mode
-            if outcome.coverage is not None:
-                self._tally_coverage(outcome.coverage, mode, messages)
+            coverage = outcome.coverage
+            if coverage is not None and coverage.status is not CoverageStatus.INVALID:
+                # an invalid one is counted with its message's dead letter
+                judged = answers[mode]
+                judged[0] += 1
+                judged[1] += len(coverage.claims)
+                judged[2] += len(coverage.framing)
+                if coverage.uncited:
+                    key = (self.uncited_claims, (mode, self.topics(coverage.topic)))
+                    messages[key] = messages.get(key, 0) + len(coverage.uncited)
             inline = mode is Mode.INLINE
             if inline:
                 topic = outcome.origin.topic
@@ -305,6 +315,7 @@ class ExporterMetrics:
                     shift = verdict.repair.shift
                     if shift is not None:
                         shifts[mode].append(shift)
+        self._count_judged(answers, messages)
         for (metric, labels), count in messages.items():
             self._child(metric, labels).inc(count)
         for (mode, source, status, reason), count in tally.items():
@@ -314,26 +325,26 @@ class ExporterMetrics:
             self.similarity.observe_many(similarities[mode], mode)
             self.shift.observe_many(shifts[mode], mode)
         self.check_duration.observe_many(durations)
+        self._stamp_events(messages)
+
+    def _stamp_events(self, counted: dict[_Key, int]) -> None:
+        """When the last message of each topic in a batch was consumed: now."""
         now = time.time()
-        for metric, labels in messages:
+        for metric, labels in counted:
             if metric is self.events:
                 self._child(self.last_event, labels).set(now)
 
-    def _tally_coverage(
-        self, coverage: CoverageVerdict, mode: Mode, counts: dict[_Key, int]
-    ) -> None:
-        """An answer whose coverage was judged: its sentences by kind, its uncited claims.
-        (An invalid one is counted with its message's dead letter.)"""
-        if coverage.status is CoverageStatus.INVALID:
-            return
-        for key, count in (
-            ((self.answers_checked, (mode,)), 1),
-            ((self.answer_sentences, (mode, "claim")), len(coverage.claims)),
-            ((self.answer_sentences, (mode, "framing")), len(coverage.framing)),
-            ((self.uncited_claims, (mode, self.topics(coverage.topic))), len(coverage.uncited)),
-        ):
-            if count:
-                counts[key] = counts.get(key, 0) + count
+    def _count_judged(self, answers: dict[Mode, list[int]], counts: dict[_Key, int]) -> None:
+        """Answers whose coverage was judged, and their sentences by kind, into ``counts``."""
+        for mode, (judged, claims, framing) in answers.items():
+            keys: tuple[tuple[_Key, int], ...] = (
+                ((self.answers_checked, (mode,)), judged),
+                ((self.answer_sentences, (mode, "claim")), claims),
+                ((self.answer_sentences, (mode, "framing")), framing),
+            )
+            for key, count in keys:
+                if count:
+                    counts[key] = counts.get(key, 0) + count
 
     def _keys(self, status: Status, reason: str | None, mode: str, source: str) -> tuple[_Key, ...]:
         """The counters (and their labels) one checked citation increments."""
