@@ -1,0 +1,146 @@
+"""The stratified sample a sweep sends to the entailment judge: strata, shares, determinism."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from exporter.pipeline.sampling import (
+    AGE_BANDS,
+    FAMILIES,
+    StratifiedSample,
+    Stratum,
+    age_band,
+    allocate,
+    near_miss_family,
+)
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+STRATA = [Stratum(age, family) for age in AGE_BANDS for family in FAMILIES]
+
+
+@pytest.mark.parametrize(
+    ("emitted_at", "band"),
+    [
+        ("2026-11-29T12:00:00Z", "under_7d"),
+        ("2026-11-23T12:00:01+00:00", "under_7d"),
+        ("2026-11-23T12:00:00Z", "7_30d"),
+        ("2026-10-31T12:00:00Z", "30_180d"),
+        ("2026-06-03T12:00:00Z", "over_180d"),
+        ("2026-11-29T12:00:00", "under_7d"),  # no offset: read as UTC
+        (None, "unknown"),
+        ("last tuesday", "unknown"),
+        ("2027-01-01T00:00:00Z", "unknown"),  # from the future: says nothing about age
+    ],
+)
+def test_age_bands(emitted_at: str | None, band: str) -> None:
+    assert age_band(emitted_at, NOW) == band
+
+
+def test_near_miss_families_in_order_of_precedence() -> None:
+    def family(**changes: object) -> str:
+        citation: dict[str, object] = {
+            "repaired": False,
+            "claim": "Refunds take 30 days.",
+            "quote_chars": 40,
+            "similarity": 100.0,
+        }
+        return near_miss_family(**(citation | changes))  # type: ignore[arg-type]
+
+    assert family() == "exact"
+    assert family(similarity=99.0) == "folded_below_100"
+    assert family(quote_chars=301, similarity=99.0) == "long_quote"
+    assert family(claim="Only admins may export.", quote_chars=301) == "conditional"
+    assert family(claim="Refunds apply unless opened.", repaired=True) == "repaired_drift"
+    assert family(claim="Eligibility is verified.") == "exact"  # "if" inside a word is not "if"
+    assert family(claim="UP TO 5 seats.") == "conditional"
+
+
+def test_every_non_empty_stratum_gets_one_and_the_rest_is_proportional() -> None:
+    totals = {STRATA[0]: 9_000, STRATA[1]: 900, STRATA[2]: 90, STRATA[3]: 9, STRATA[4]: 1}
+    chosen = allocate(totals, 100)
+    assert sum(chosen.values()) == 100
+    assert chosen[STRATA[4]] == 1 and chosen[STRATA[3]] >= 1
+    assert chosen[STRATA[0]] > 8 * chosen[STRATA[1]]
+    assert STRATA[5] not in chosen  # empty strata are not sampled
+
+
+def test_a_sample_larger_than_the_archive_takes_it_all() -> None:
+    totals = {STRATA[0]: 3, STRATA[1]: 0, STRATA[2]: 5}
+    assert allocate(totals, 100) == {STRATA[0]: 3, STRATA[2]: 5}
+
+
+def test_more_strata_than_the_sample_still_represents_each() -> None:
+    totals = {stratum: 10 for stratum in STRATA[:7]}
+    assert allocate(totals, 3) == dict.fromkeys(STRATA[:7], 1)
+
+
+@given(
+    totals=st.dictionaries(st.sampled_from(STRATA), st.integers(0, 5_000), max_size=25),
+    size=st.integers(0, 3_000),
+)
+def test_allocation_invariants(totals: dict[Stratum, int], size: int) -> None:
+    chosen = allocate(totals, size)
+    present = {s for s, n in totals.items() if n > 0}
+    assert set(chosen) == present
+    assert all(1 <= chosen[s] <= totals[s] for s in present)
+    whole = sum(totals[s] for s in present)
+    assert sum(chosen.values()) == (whole if whole <= size else max(size, len(present)))
+    if whole > size > len(present):  # within one of the exact share of what is left
+        rest, pool = size - len(present), whole - len(present)
+        for s in present:
+            exact = 1 + rest * (totals[s] - 1) / pool
+            assert abs(chosen[s] - exact) < 1 + 1e-9 or chosen[s] == totals[s]
+
+
+def _offers(sample: StratifiedSample[str], count: int) -> None:
+    for number in range(count):
+        stratum = STRATA[0] if number % 10 else STRATA[1]
+        document = f"doc-{number % 7}" if number % 3 else "big-doc"
+        sample.offer(stratum, document, f"cit-{number}")
+
+
+def test_the_same_offers_and_seed_give_the_same_sample() -> None:
+    runs = []
+    for _ in range(2):
+        sample: StratifiedSample[str] = StratifiedSample(50, seed=9)
+        _offers(sample, 5_000)
+        runs.append(list(sample.chosen()))
+    assert runs[0] == runs[1] and len(runs[0]) == 50
+    other: StratifiedSample[str] = StratifiedSample(50, seed=10)
+    _offers(other, 5_000)
+    assert list(other.chosen()) != runs[0]
+
+
+def test_the_sample_spreads_over_documents_and_memory_stays_bounded() -> None:
+    sample: StratifiedSample[str] = StratifiedSample(40, seed=1)
+    for number in range(20_000):
+        document = "huge" if number % 100 else f"small-{number}"
+        sample.offer(STRATA[0], document, f"{document}/{number}")
+    assert sample.totals == {STRATA[0]: 20_000}
+    assert all(len(r.items) <= 40 for r in sample._reservoirs.values())
+    documents = Counter(item.split("/")[0] == "huge" for _, item in sample.chosen())
+    # 1% of the stratum's citations are outside "huge", but round-robin over documents gives
+    # every document one before "huge" gets a second
+    assert documents[True] < 40 and documents[False] >= 1
+
+
+def test_a_stratum_offered_once_among_thousands_is_in_the_sample() -> None:
+    sample: StratifiedSample[int] = StratifiedSample(30, seed=3)
+    for number in range(10_000):
+        stratum = STRATA[7] if number == 5_000 else STRATA[number % 2]
+        sample.offer(stratum, f"d{number % 13}", number)
+    chosen = list(sample.chosen())
+    assert (STRATA[7], 5_000) in chosen
+    shares = Counter(stratum for stratum, _ in chosen)
+    assert shares[STRATA[7]] == 1 and shares[STRATA[0]] + shares[STRATA[1]] == 29
+    assert abs(shares[STRATA[0]] - shares[STRATA[1]]) <= 1  # 4,999 and 5,000 offered
+
+
+def test_a_negative_size_is_refused() -> None:
+    with pytest.raises(ValueError, match="must not be negative"):
+        StratifiedSample(-1)
