@@ -210,7 +210,7 @@ _values = (
 @given(
     st.dictionaries(
         st.sampled_from(
-            [*GOOD, "prefix", "suffix", "topic", "source", "emitted_at", "sentence_index"]
+            [*GOOD, "prefix", "suffix", "topic", "source", "emitted_at", "sentence_index", "claim"]
         ),
         _values,
     ),
@@ -234,3 +234,11 @@ def test_fast_and_explained_decoders_accept_the_same_records(
         assert isinstance(fast, InvalidCitation)
     else:
         assert fast == explained
+
+
+def test_a_citation_may_carry_the_claim_it_supports() -> None:
+    [citation] = decode_citations(GOOD | {"claim": "Refunds take 30 days."})
+    assert isinstance(citation, Citation) and citation.claim == "Refunds take 30 days."
+    [invalid] = decode_citations(GOOD | {"claim": 30})
+    assert isinstance(invalid, InvalidCitation)
+    assert invalid.error == "'claim' must be a string, got int"

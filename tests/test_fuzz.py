@@ -214,6 +214,7 @@ KEYS = (
     "emitted_at",
     "sentence_index",
     "sentences",
+    "claim",
     "text",
     "deleted",
     "doc_offset",

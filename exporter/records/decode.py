@@ -197,7 +197,7 @@ def _citation(
     chunk_id, quote, span = get("chunk_id"), get("quote"), get("chunk_span")
     own_answer_id = get("answer_id", answer_id)
     prefix, suffix, own_topic, source = get("prefix"), get("suffix"), get("topic"), get("source")
-    emitted_at, sentence_index = get("emitted_at"), get("sentence_index")
+    emitted_at, sentence_index, claim = get("emitted_at"), get("sentence_index"), get("claim")
     if (
         type(citation_id) is str
         and 0 < len(citation_id) <= MAX_ID_CHARS
@@ -230,6 +230,7 @@ def _citation(
             )
         )
         and (emitted_at is None or (type(emitted_at) is str and _is_timestamp(emitted_at)))
+        and (claim is None or type(claim) is str)
     ):
         return Citation(
             citation_id,
@@ -246,6 +247,7 @@ def _citation(
             own_topic if own_topic is not None else topic,
             source,
             sentence_index,
+            claim,
         )
     return _explained_citation(obj, answer_id, topic, sentences)
 
@@ -288,6 +290,7 @@ def _explained_citation(
         topic=own_topic if own_topic is not None else topic,
         source=_optional_str(obj, "source"),
         sentence_index=_sentence_index(obj, sentences),
+        claim=_optional_str(obj, "claim", None),
     )
 
 

@@ -52,6 +52,7 @@ class Citation:
     topic: str | None = None
     source: str | None = None
     sentence_index: int | None = None
+    claim: str | None = None  # the sentence this citation supports, for the entailment judge
 
 
 @dataclass(frozen=True, slots=True)
