@@ -140,6 +140,19 @@ class Settings(BaseSettings):
     topics: Annotated[frozenset[str], NoDecode] = frozenset()
     max_topics: int = Field(20, ge=0)
 
+    # entailment: the judge, its endpoint and what it may cost (see exporter.checks.entailment)
+    judge: Literal["lexical", "openai"] = "lexical"
+    judge_base_url: str | None = None
+    judge_model: str | None = None
+    judge_api_key: SecretStr | None = None
+    judge_timeout_seconds: float = Field(30.0, gt=0.0, le=600.0)
+    judge_concurrency: int = Field(4, ge=1, le=256)
+    judge_price_input_per_1k: float = Field(0.0, ge=0.0)
+    judge_price_output_per_1k: float = Field(0.0, ge=0.0)
+    judge_sample_rate: float = Field(0.01, ge=0.0, le=1.0)
+    judge_queue_size: int = Field(1_000, ge=1, le=1_000_000)
+    judge_budget_usd_per_hour: float | None = Field(None, ge=0.0)
+
     # sweeps
     sweep_quiet_seconds: float = Field(60.0, gt=0.0)
 
@@ -160,6 +173,9 @@ class Settings(BaseSettings):
         "web_config_file",
         "sasl_oauth_token_file",
         "sasl_kerberos_domain_name",
+        "judge_base_url",
+        "judge_model",
+        "judge_api_key",
         mode="before",
     )
     @classmethod
@@ -237,6 +253,31 @@ class Settings(BaseSettings):
         if problems:
             raise ValueError(_listed(problems))
         return value
+
+    @field_validator("judge_base_url")
+    @classmethod
+    def _an_http_url(cls, value: str | None) -> str | None:
+        """The judge's endpoint: http(s)://host[:port][/path], without credentials in it."""
+        if value is None:
+            return None
+        url = value.strip().rstrip("/")
+        if not re.fullmatch(r"https?://[^\s/?#@]+(?:/[^\s?#]*)?", url):
+            raise ValueError(
+                "must be an http:// or https:// URL like http://127.0.0.1:8000/v1, without "
+                f"user info, query or fragment; got {shown(value, 80)}"
+            )
+        return url
+
+    @model_validator(mode="after")
+    def _judge_is_complete(self) -> Settings:
+        """The openai judge needs an endpoint and a model: say so at start-up."""
+        if self.judge == "openai":
+            missing = [
+                name for name in ("judge_base_url", "judge_model") if not getattr(self, name)
+            ]
+            if missing:
+                raise ValueError(f"judge openai needs {' and '.join(missing)}")
+        return self
 
     @model_validator(mode="after")
     def _security_is_complete(self) -> Settings:

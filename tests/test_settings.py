@@ -123,7 +123,7 @@ def test_readme_documents_every_setting() -> None:
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     table = readme[readme.index("### Settings") : readme.index("### Metrics")]
-    documented = set(re.findall(r"`([a-z_]+)`", table))
+    documented = set(re.findall(r"`([a-z_0-9]+)`", table))
     assert set(Settings.model_fields) <= documented
 
 
@@ -257,3 +257,22 @@ def test_the_linger_ms_refusal_suggests_no_option_it_refuses(
     with pytest.raises(SettingsError) as error:
         load_settings()
     assert "did you mean linger_ms" not in str(error.value)
+
+
+def test_the_openai_judge_needs_an_endpoint_and_a_model_and_hides_its_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CITATION_EXPORTER_JUDGE", "openai")
+    with pytest.raises(SettingsError, match="judge openai needs judge_base_url and judge_model"):
+        load_settings()
+    monkeypatch.setenv("CITATION_EXPORTER_JUDGE_MODEL", "m")
+    for url in ("ftp://x", "http://user:pw@h/v1", "http://h/v1?x=1", "h:8000"):
+        monkeypatch.setenv("CITATION_EXPORTER_JUDGE_BASE_URL", url)
+        with pytest.raises(SettingsError, match=r"judge_base_url .*must be an http"):
+            load_settings()
+    monkeypatch.setenv("CITATION_EXPORTER_JUDGE_BASE_URL", "http://127.0.0.1:8000/v1/")
+    monkeypatch.setenv("CITATION_EXPORTER_JUDGE_API_KEY", "sk-secret-123")
+    settings = load_settings()
+    assert settings.judge_base_url == "http://127.0.0.1:8000/v1"
+    assert settings.judge_api_key is not None
+    assert "sk-secret-123" not in repr(settings) + str(settings)
