@@ -10,9 +10,44 @@ from typing import Any
 import orjson
 
 from exporter.checks.coverage import CoverageVerdict
+from exporter.checks.entailment import EntailmentAction, Judgement
 from exporter.checks.verdict import Verdict
 
-__all__ = ["coverage_record", "verdict_json", "verdict_key", "verdict_record"]
+__all__ = [
+    "coverage_record",
+    "entailment_json",
+    "entailment_record",
+    "verdict_json",
+    "verdict_key",
+    "verdict_record",
+]
+
+
+def entailment_record(
+    verdict: Verdict, judgement: Judgement, action: EntailmentAction, **where: Any
+) -> dict[str, Any]:
+    """A judged citation: its verdict, ``"check": "entailment"``, and what the judge said."""
+    record = verdict_record(verdict)
+    record["check"] = "entailment"
+    record["entailment"] = {
+        "result": judgement.result,
+        "action": action,
+        "judge": judgement.judge,
+        "reason": judgement.reason,
+        "seconds": round(judgement.seconds, 4),
+        "cost_usd": round(judgement.cost_usd, 8),
+    }
+    record.update(where)
+    return record
+
+
+def entailment_json(
+    verdict: Verdict, judgement: Judgement, action: EntailmentAction, **where: Any
+) -> bytes:
+    """One JSONL line of a judged citation (keyed, on Kafka, by its ``citation_id``)."""
+    return orjson.dumps(
+        entailment_record(verdict, judgement, action, **where), option=orjson.OPT_APPEND_NEWLINE
+    )
 
 
 def coverage_record(verdict: CoverageVerdict, **where: Any) -> dict[str, Any]:
