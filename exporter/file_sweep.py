@@ -19,15 +19,18 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import IO
 
 from exporter.checks.engine import Policy
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status
+from exporter.judging import Candidate
 from exporter.outputs.report import SweepSummary
 from exporter.outputs.verdicts import verdict_json
 from exporter.pipeline.messages import check_message, unread
-from exporter.pipeline.outcome import Mode, Origin
+from exporter.pipeline.outcome import CheckedCitation, Mode, Origin
+from exporter.pipeline.sampling import StratifiedSample, Stratum, age_band, near_miss_family
 from exporter.records.decode import RecordError, decode_chunk, parse_json
 from exporter.records.jsonl import InputError, OutputError, Oversized, open_input, read_lines
 from exporter.records.limits import DEFAULT_LIMITS, Limits, failure
@@ -80,6 +83,7 @@ class _Job:
     path: str
     write_verdicts: bool
     write_coverage: bool
+    now: datetime | None  # sampling for the entailment judge: the age bands' "now"
 
 
 _job: _Job | None = None
@@ -92,6 +96,7 @@ class _Checked:
     verdicts: bytes
     coverage: bytes
     summary: SweepSummary
+    candidates: list[tuple[Stratum, str, Candidate]]  # judgeable citations, when sampling
 
 
 def _set_job(job: _Job) -> None:
@@ -113,6 +118,7 @@ def _check_batch(lines: list[tuple[int, bytes | Oversized]]) -> _Checked:
     summary = SweepSummary()
     verdicts: list[bytes] = []
     coverage: list[bytes] = []
+    candidates: list[tuple[Stratum, str, Candidate]] = []
     for number, line in lines:
         origin = Origin(path, 0, number)
         if isinstance(line, Oversized):
@@ -127,7 +133,28 @@ def _check_batch(lines: list[tuple[int, bytes | Oversized]]) -> _Checked:
                 verdicts.append(verdict_json(verdict, line=number, index=index))
         if job.write_coverage and outcome.coverage is not None:
             coverage.append(verdict_json(outcome.coverage, line=number))
-    return _Checked(b"".join(verdicts), b"".join(coverage), summary)
+        if job.now is not None:
+            candidates.extend(_candidates(outcome.checked, number, job.now))
+    return _Checked(b"".join(verdicts), b"".join(coverage), summary, candidates)
+
+
+def _candidates(
+    checked: list[CheckedCitation], number: int, now: datetime
+) -> Iterator[tuple[Stratum, str, Candidate]]:
+    """The judgeable citations of one line, each with its stratum and document."""
+    for item in checked:
+        judge_input = item.judge_input
+        if judge_input is None:
+            continue
+        verdict = item.verdict
+        family = near_miss_family(
+            repaired=verdict.status is Status.DRIFT_REPAIRED,
+            claim=judge_input.claim,
+            quote_chars=judge_input.quote_chars,
+            similarity=verdict.similarity,
+        )
+        stratum = Stratum(age_band(judge_input.emitted_at, now), family)
+        yield stratum, verdict.doc_id or "", Candidate(number, verdict, judge_input)
 
 
 _Batch = list[tuple[int, bytes | Oversized]]
@@ -189,15 +216,28 @@ def run_sweep(
     coverage_out: IO[bytes] | None = None,
     progress: Callable[[int], None] | None = None,
     jobs: int = 1,
+    sample: StratifiedSample[Candidate] | None = None,
+    now: datetime | None = None,
 ) -> SweepSummary:
     """Check every citation in ``citations_path``; write verdicts to ``out`` and coverage
-    verdicts (one per answer event that carried sentences) to ``coverage_out`` when given.
+    verdicts (one per answer event that carried sentences) to ``coverage_out`` when given;
+    offer every judgeable citation to ``sample`` (in input order, whatever ``jobs``), its age
+    band read at ``now``, when given (the policy must keep judge inputs).
 
     ``progress`` is called after every batch with the number of bytes of the input consumed.
     Raises InputError (naming the file) when the citations cannot be read to their end.
     """
     started = time.perf_counter()
-    job = _Job(store, policy, citations_path, out is not None, coverage_out is not None)
+    if sample is not None and now is None:
+        now = datetime.now(UTC)
+    job = _Job(
+        store,
+        policy,
+        citations_path,
+        out is not None,
+        coverage_out is not None,
+        now if sample is not None else None,
+    )
     with open_input(citations_path) as source:
         batches = _batches(source.stream, policy.limits.max_message_bytes)
         results = _in_workers(job, batches, jobs) if jobs > 1 else _in_process(job, batches)
@@ -208,6 +248,9 @@ def run_sweep(
                 if coverage_out is not None:
                     _write(coverage_out, checked.coverage, "coverage verdicts")
                 summary.merge(checked.summary)
+                if sample is not None:
+                    for stratum, document, candidate in checked.candidates:
+                        sample.offer(stratum, document, candidate)
                 if progress is not None:
                     progress(source.position())
         except InputError as exc:

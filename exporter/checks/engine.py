@@ -52,6 +52,8 @@ class Policy:
     classifier: SentenceClassifier = field(default_factory=RuleClassifier)
     # judge coverage where answers carry their sentences (off: their sentences are ignored)
     coverage: bool = True
+    # keep what the entailment judge needs of each judgeable citation (a judging sweep)
+    judge_inputs: bool = False
 
     def __post_init__(self) -> None:
         try:

@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Protocol
 
 __all__ = [
+    "AsyncJudge",
     "EntailmentAction",
     "EntailmentResult",
     "Judgement",
@@ -63,6 +64,15 @@ class SyncJudge(Protocol):
     name: str
 
     def judge(self, claim: str, evidence: str) -> Judgement: ...
+
+
+class AsyncJudge(Protocol):
+    """A judge behind a network call (a model endpoint): awaited, never raising for anything
+    the endpoint does (every failure is a :class:`Judgement` with result ``error``)."""
+
+    name: str
+
+    async def judge(self, claim: str, evidence: str) -> Judgement: ...
 
 
 def entailment_action(

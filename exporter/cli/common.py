@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from datetime import UTC, datetime
 from typing import Any
 
 from exporter.defaults import comma_separated, similarity_threshold
@@ -93,6 +94,24 @@ def threshold(text: str) -> float:
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return value
+
+
+def count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be zero or more, got {text}")
+    return value
+
+
+def timestamp(text: str) -> datetime:
+    """An RFC 3339 time; one without an offset is UTC."""
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be an RFC 3339 time like 2026-11-30T12:00:00Z, got {text[:40]!r}"
+        ) from None
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
 def positive(text: str) -> int:

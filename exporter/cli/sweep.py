@@ -16,6 +16,8 @@ from tqdm import tqdm
 
 from exporter.checks.claims import load_classifier
 from exporter.checks.engine import Policy
+from exporter.checks.lexical import LexicalJudge
+from exporter.checks.store import ChunkStore
 from exporter.cli.common import (
     EXIT_CODES,
     EXIT_GATE_FAILED,
@@ -23,17 +25,23 @@ from exporter.cli.common import (
     UsageError,
     add_limit_options,
     available_cpus,
+    count,
     limits_from,
     positive,
     ratio,
     threshold,
+    timestamp,
     topics,
 )
 from exporter.defaults import DEFAULT_HIGH_SEVERITY_TOPICS, DEFAULT_THRESHOLD
 from exporter.errors import SettingsError
 from exporter.file_sweep import load_store, run_sweep
+from exporter.judging import Candidate, judge_sample
 from exporter.memory import freeze_long_lived
+from exporter.outputs.entailment_report import EntailmentSummary
 from exporter.outputs.report import SweepSummary
+from exporter.outputs.verdicts import entailment_json
+from exporter.pipeline.sampling import StratifiedSample
 from exporter.records.jsonl import (
     InputError,
     OutputError,
@@ -131,6 +139,7 @@ def add_parser(commands: Any) -> None:
         help="comma-separated topics whose unrepairable claims are suppressed rather than "
         "degraded to a document citation (default: legal,pricing,security)",
     )
+    _add_judge_options(sweep)
     sweep.add_argument("--format", choices=("text", "json"), default="text", help="summary format")
     sweep.add_argument(
         "--jobs",
@@ -150,6 +159,39 @@ def add_parser(commands: Any) -> None:
         "empty or entirely broken archive is far more often a wrong or truncated file)",
     )
     add_limit_options(sweep)
+
+
+def _add_judge_options(sweep: Any) -> None:
+    judging = sweep.add_argument_group(
+        "entailment: does each quote establish its claim? A stratified sample is judged",
+        "The lexical judge (offline, plain disagreements of numbers and negations) judges the "
+        "sample; a model judge is asked only what it cannot settle. A judge errs: a "
+        "not_entailed result is a prompt to look, not a verdict.",
+    )
+    judging.add_argument(
+        "--judge-sample",
+        type=count,
+        default=2000,
+        metavar="N",
+        help="citations to judge, drawn from strata of answer age and near-miss family; 0 "
+        "judges none (default: %(default)s)",
+    )
+    judging.add_argument(
+        "--judge-out",
+        metavar="FILE",
+        help="write every judged citation as JSONL here (its verdict, its stratum, and an "
+        '"entailment" object)',
+    )
+    judging.add_argument(
+        "--seed", type=int, default=0, metavar="N", help="the sample's seed (default: 0)"
+    )
+    judging.add_argument(
+        "--now",
+        type=timestamp,
+        metavar="ISO",
+        help="the time answer ages are measured from (default: the clock), for a sample "
+        "that can be drawn again",
+    )
 
 
 @contextmanager
@@ -186,6 +228,49 @@ def _sweep_files(
     if args.chunks == "-" and args.citations == "-":
         raise UsageError("only one of --chunks and --citations can read stdin")
     return args.chunks, args.citations, None
+
+
+def _judge(
+    args: argparse.Namespace,
+    sample: StratifiedSample[Candidate],
+    store: ChunkStore,
+    summary: SweepSummary,
+    *,
+    high_severity_topics: frozenset[str],
+    inputs: tuple[str, str],
+) -> None:
+    """Judge the sample drawn during the sweep; write the judged citations to --judge-out."""
+    lexical = LexicalJudge()
+    entailment = EntailmentSummary(judge=lexical.name, sample_size=args.judge_sample)
+    entailment.totals = sample.totals
+    judged = judge_sample(
+        sample.chosen(),
+        store,
+        lexical,
+        None,
+        entailment,
+        high_severity_topics=high_severity_topics,
+    )
+    summary.entailment = entailment
+    if not args.judge_out:
+        return
+    try:
+        with open_output(args.judge_out, inputs) as out:
+            for item in judged:
+                stratum = {"age": item.stratum.age, "family": item.stratum.family}
+                out.write(
+                    entailment_json(
+                        item.candidate.verdict,
+                        item.judgement,
+                        item.action,
+                        claim=item.candidate.judge_input.claim,
+                        stratum=stratum,
+                        line=item.candidate.line,
+                    )
+                )
+    except OutputError as exc:
+        where = "standard output" if args.judge_out == "-" else args.judge_out
+        raise UsageError(f"--judge-out {where}: {exc}") from None
 
 
 def _refuse_overwriting(args: argparse.Namespace, chunks: str, citations: str) -> None:
@@ -235,12 +320,17 @@ def run(args: argparse.Namespace) -> int:
         classifier = load_classifier(args.coverage_classifier)
     except SettingsError as exc:
         raise UsageError(f"--coverage-classifier: {exc}") from None
+    sampling = args.judge_sample > 0
     policy = Policy(
         threshold=args.threshold,
         high_severity_topics=args.high_severity_topics,
         limits=limits,
         classifier=classifier,
         coverage=not args.no_coverage,
+        judge_inputs=sampling,
+    )
+    sample: StratifiedSample[Candidate] | None = (
+        StratifiedSample(args.judge_sample, args.seed) if sampling else None
     )
     if args.no_coverage and args.coverage_out:
         raise UsageError("--coverage-out needs coverage: drop --no-coverage")
@@ -273,6 +363,8 @@ def run(args: argparse.Namespace) -> int:
                     coverage_out=coverage_out,
                     progress=progress,
                     jobs=jobs,
+                    sample=sample,
+                    now=args.now,
                 )
         except BrokenProcessPool:
             raise UsageError(
@@ -288,6 +380,15 @@ def run(args: argparse.Namespace) -> int:
             )
             where = "standard output" if path == "-" else path
             raise UsageError(f"{option} {where}: {exc}") from None
+        if sample is not None:
+            _judge(
+                args,
+                sample,
+                store,
+                summary,
+                high_severity_topics=policy.high_severity_topics,
+                inputs=(chunks, citations),
+            )
     to_stdout = "-" in (args.out, args.coverage_out)
     report_to: IO[str] = sys.stderr if to_stdout else sys.stdout
     allow_empty = args.allow_empty

@@ -14,6 +14,7 @@ from typing import Any
 
 from exporter.checks.coverage import CoverageStatus, CoverageVerdict
 from exporter.checks.verdict import Status, Verdict
+from exporter.outputs.entailment_report import EntailmentSummary
 from exporter.pipeline.outcome import Outcome
 
 __all__ = ["SHIFT_BOUNDS", "CoverageSummary", "ShiftCluster", "SweepSummary", "shift_clusters"]
@@ -200,6 +201,7 @@ class SweepSummary:
     unknown_shifts: int = 0
     coverage: CoverageSummary = field(default_factory=CoverageSummary)
     coverage_judged: bool = True  # False with --no-coverage: reported as not judged, not as 0
+    entailment: EntailmentSummary | None = None  # a judged sample, when the sweep drew one
     invalid_chunk_records: int = 0
     errors: list[str] = field(default_factory=list)
     chunks_loaded: int = 0
@@ -321,6 +323,7 @@ class SweepSummary:
                 ],
             },
             "coverage": self.coverage.to_json() if self.coverage_judged else None,
+            "entailment": None if self.entailment is None else self.entailment.to_json(),
             "chunks_loaded": self.chunks_loaded,
             "documents_loaded": self.documents_loaded,
             "invalid_chunk_records": self.invalid_chunk_records,
@@ -392,6 +395,8 @@ class SweepSummary:
             lines += self.coverage.render_lines()
         else:
             lines += ["", "  coverage: not judged (switched off)"]
+        if self.entailment is not None:
+            lines += self.entailment.render_lines()
         if self.invalid_chunk_records or self.statuses[Status.INVALID] or self.coverage.invalid:
             lines += [
                 "",

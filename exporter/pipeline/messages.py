@@ -19,7 +19,15 @@ from exporter.checks.coverage import (
 )
 from exporter.checks.engine import Policy, check_or_report, invalid_verdict
 from exporter.checks.store import ChunkStore
-from exporter.pipeline.outcome import CheckedCitation, DeadLetter, Mode, Origin, Outcome
+from exporter.checks.verdict import Status, Verdict
+from exporter.pipeline.outcome import (
+    CheckedCitation,
+    DeadLetter,
+    JudgeInput,
+    Mode,
+    Origin,
+    Outcome,
+)
 from exporter.records.decode import InvalidJson, decode_citations, decode_sentences, parse_json
 from exporter.records.limits import bounded, failure
 from exporter.records.schema import Citation, InvalidCitation
@@ -88,6 +96,31 @@ def _letter(
     return DeadLetter(
         origin, value, key, reason, bounded("; ".join(parts)), tuple(invalid), bad_sentences
     )
+
+
+def _judge_input(citation: Citation, verdict: Verdict, parsed: object) -> JudgeInput | None:
+    """The claim and the live evidence of a citation the judge may be asked about: one whose
+    span holds its quote, or was repaired to one that does, and that names its claim (its own
+    ``claim``, or its answer's sentence). Superseded, missing and unrepaired ones are not."""
+    if verdict.status is Status.OK:
+        chunk_id, start, end = citation.chunk_id, citation.start, citation.end
+    elif verdict.status is Status.DRIFT_REPAIRED and verdict.repair is not None:
+        repair = verdict.repair
+        chunk_id, start, end = repair.chunk_id, repair.start, repair.end
+    else:
+        return None
+    claim, emitted_at = citation.claim, citation.emitted_at
+    if emitted_at is None and type(parsed) is dict:  # an answer event's, inherited
+        answered = parsed.get("emitted_at")
+        emitted_at = answered if type(answered) is str else None
+    if claim is None and citation.sentence_index is not None and type(parsed) is dict:
+        sentences = parsed.get("sentences")
+        if type(sentences) is list and citation.sentence_index < len(sentences):
+            sentence = sentences[citation.sentence_index]
+            claim = sentence if type(sentence) is str else None
+    if claim is None or not claim.strip():
+        return None
+    return JudgeInput(claim, chunk_id, start, end, emitted_at, citation.topic, len(citation.quote))
 
 
 def _coverage(
@@ -165,7 +198,8 @@ def _check(  # noqa: PLR0917 - the private body of check_message, called once
                 checked.append(CheckedCitation(invalid_verdict(outcome), position))
             else:
                 seconds = clock() - started if clock is not None else 0.0
-                checked.append(CheckedCitation(outcome, position, seconds))
+                judge_input = _judge_input(item, outcome, parsed) if policy.judge_inputs else None
+                checked.append(CheckedCitation(outcome, position, seconds, judge_input))
         else:
             assert isinstance(item, InvalidCitation)
             invalid.append(item)

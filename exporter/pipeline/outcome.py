@@ -17,7 +17,7 @@ from exporter.checks.coverage import CoverageVerdict
 from exporter.checks.verdict import Status, Verdict
 from exporter.records.schema import InvalidCitation
 
-__all__ = ["CheckedCitation", "DeadLetter", "Mode", "Origin", "Outcome"]
+__all__ = ["CheckedCitation", "DeadLetter", "JudgeInput", "Mode", "Origin", "Outcome"]
 
 
 class Mode(StrEnum):
@@ -68,6 +68,21 @@ class DeadLetter:
             yield InvalidCitation(self.error, reason=self.reason)
 
 
+@dataclass(frozen=True, slots=True)
+class JudgeInput:
+    """What the entailment judge needs of a checked citation: its claim, and where its evidence
+    is now (the live span, or the repaired one after a repair), with what the sample's strata
+    are drawn from."""
+
+    claim: str
+    chunk_id: str
+    start: int
+    end: int
+    emitted_at: str | None
+    topic: str | None
+    quote_chars: int
+
+
 @dataclass(slots=True)
 class CheckedCitation:
     """One citation's verdict, where it sat in its answer, and what checking it cost.
@@ -80,6 +95,7 @@ class CheckedCitation:
     verdict: Verdict
     index: int | None = None
     seconds: float = 0.0
+    judge_input: JudgeInput | None = None  # only when the policy asks (a judging sweep)
 
 
 @dataclass(slots=True)

@@ -1,0 +1,122 @@
+"""A sweep's stratified sample, judged: the lexical judge first, the model judge for the rest.
+
+The lexical judge settles what plainly disagrees in microseconds; only what it cannot settle
+goes to the model judge, at most ``concurrency`` calls at once, until the budget is spent: the
+citations left then are ``skipped`` with reason ``budget``. The budget is checked before each
+call starts, so calls already in flight may overrun it by at most ``concurrency`` calls' cost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from exporter.checks.entailment import (
+    AsyncJudge,
+    EntailmentAction,
+    EntailmentResult,
+    Judgement,
+    SyncJudge,
+    entailment_action,
+)
+from exporter.checks.store import ChunkStore
+from exporter.checks.verdict import Verdict
+from exporter.outputs.entailment_report import EntailmentSummary
+from exporter.pipeline.outcome import JudgeInput
+from exporter.pipeline.sampling import Stratum
+
+__all__ = ["Candidate", "Judged", "judge_sample"]
+
+# Results the lexical judge settles for good: the model judge is not asked about them.
+_SETTLED = frozenset({EntailmentResult.NOT_ENTAILED, EntailmentResult.ENTAILED})
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A judgeable citation of the archive: where it was, its verdict, what to judge."""
+
+    line: int
+    verdict: Verdict
+    judge_input: JudgeInput
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    stratum: Stratum
+    candidate: Candidate
+    judgement: Judgement
+    action: EntailmentAction
+
+
+def _evidence(store: ChunkStore, judge_input: JudgeInput) -> str | None:
+    chunk = store.chunk(judge_input.chunk_id)
+    return None if chunk is None else chunk.text[judge_input.start : judge_input.end]
+
+
+def judge_sample(
+    chosen: Iterable[tuple[Stratum, Candidate]],
+    store: ChunkStore,
+    lexical: SyncJudge,
+    model: AsyncJudge | None,
+    summary: EntailmentSummary,
+    *,
+    high_severity_topics: frozenset[str],
+    budget_usd: float | None = None,
+    concurrency: int = 1,
+) -> list[Judged]:
+    """Judge the chosen citations, in order; add them to ``summary``; return every judgement."""
+    started = time.perf_counter()
+    decided: list[tuple[Stratum, Candidate, Judgement | None, str | None]] = []
+    for stratum, candidate in chosen:
+        evidence = _evidence(store, candidate.judge_input)
+        if evidence is None:  # the store lost the chunk since the check: nothing to read
+            gone = Judgement(EntailmentResult.SKIPPED, lexical.name, "evidence gone")
+            decided.append((stratum, candidate, gone, None))
+            continue
+        first = lexical.judge(candidate.judge_input.claim, evidence)
+        if first.result in _SETTLED or model is None:
+            decided.append((stratum, candidate, first, None))
+        else:
+            decided.append((stratum, candidate, None, evidence))
+    asked = [(i, entry) for i, entry in enumerate(decided) if entry[2] is None]
+    answers: dict[int, tuple[Judgement, bool]] = {}
+    if asked and model is not None:
+        answers = asyncio.run(_ask(model, asked, budget_usd, concurrency))
+    judged = []
+    for index, (stratum, candidate, judgement, _) in enumerate(decided):
+        final, called = (judgement, False) if judgement is not None else answers[index]
+        summary.add(stratum, final, called)
+        action = entailment_action(final.result, candidate.judge_input.topic, high_severity_topics)
+        judged.append(Judged(stratum, candidate, final, action))
+    summary.wall_seconds += time.perf_counter() - started
+    return judged
+
+
+async def _ask(
+    model: AsyncJudge,
+    asked: list[tuple[int, tuple[Stratum, Candidate, Judgement | None, str | None]]],
+    budget_usd: float | None,
+    concurrency: int,
+) -> dict[int, tuple[Judgement, bool]]:
+    """The model judge's answers (and whether it was called), ``concurrency`` at a time, until
+    the budget is spent."""
+    queue = list(reversed(asked))
+    answers: dict[int, tuple[Judgement, bool]] = {}
+    spent = 0.0
+
+    async def worker() -> None:
+        nonlocal spent
+        while queue:
+            index, (_, candidate, _, evidence) = queue.pop()
+            if budget_usd is not None and spent >= budget_usd:
+                answers[index] = (Judgement(EntailmentResult.SKIPPED, model.name, "budget"), False)
+                continue
+            assert evidence is not None
+            answer = await model.judge(candidate.judge_input.claim, evidence)
+            spent += answer.cost_usd
+            answers[index] = (answer, True)
+
+    await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+    return answers
