@@ -30,7 +30,14 @@ from exporter.outputs.report import SweepSummary
 from exporter.outputs.verdicts import verdict_json
 from exporter.pipeline.messages import check_message, unread
 from exporter.pipeline.outcome import CheckedCitation, Mode, Origin
-from exporter.pipeline.sampling import StratifiedSample, Stratum, age_band, near_miss_family
+from exporter.pipeline.sampling import (
+    STRATA,
+    StratifiedSample,
+    Stratum,
+    age_band,
+    near_miss_family,
+    sample_key,
+)
 from exporter.records.decode import RecordError, decode_chunk, parse_json
 from exporter.records.jsonl import InputError, OutputError, Oversized, open_input, read_lines
 from exporter.records.limits import DEFAULT_LIMITS, Limits, failure
@@ -84,9 +91,11 @@ class _Job:
     write_verdicts: bool
     write_coverage: bool
     now: datetime | None  # sampling for the entailment judge: the age bands' "now"
+    seed: int = 0  # and the sample's seed
 
 
 _job: _Job | None = None
+_NO_THRESHOLD = 1 << 64  # a stratum whose sample is not full yet takes any key
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +105,9 @@ class _Checked:
     verdicts: bytes
     coverage: bytes
     summary: SweepSummary
-    candidates: list[tuple[Stratum, str, Candidate]]  # judgeable citations, when sampling
+    # when sampling: judgeable citations per stratum, and those worth offering to the sample
+    counts: dict[Stratum, int]
+    candidates: list[tuple[Stratum, int, str, Candidate]]
 
 
 def _set_job(job: _Job) -> None:
@@ -104,7 +115,9 @@ def _set_job(job: _Job) -> None:
     _job = job
 
 
-def _check_batch(lines: list[tuple[int, bytes | Oversized]]) -> _Checked:
+def _check_batch(
+    lines: list[tuple[int, bytes | Oversized]], thresholds: dict[Stratum, int] | None = None
+) -> _Checked:
     """Check the citations of some input lines: their verdicts and coverage verdicts as JSONL,
     and a partial summary.
 
@@ -118,7 +131,8 @@ def _check_batch(lines: list[tuple[int, bytes | Oversized]]) -> _Checked:
     summary = SweepSummary()
     verdicts: list[bytes] = []
     coverage: list[bytes] = []
-    candidates: list[tuple[Stratum, str, Candidate]] = []
+    counts: dict[Stratum, int] = {}
+    candidates: list[tuple[Stratum, int, str, Candidate]] = []
     for number, line in lines:
         origin = Origin(path, 0, number)
         if isinstance(line, Oversized):
@@ -134,27 +148,42 @@ def _check_batch(lines: list[tuple[int, bytes | Oversized]]) -> _Checked:
         if job.write_coverage and outcome.coverage is not None:
             coverage.append(verdict_json(outcome.coverage, line=number))
         if job.now is not None:
-            candidates.extend(_candidates(outcome.checked, number, job.now))
-    return _Checked(b"".join(verdicts), b"".join(coverage), summary, candidates)
+            _candidates(outcome.checked, number, job, thresholds or {}, counts, candidates)
+    return _Checked(b"".join(verdicts), b"".join(coverage), summary, counts, candidates)
 
 
-def _candidates(
-    checked: list[CheckedCitation], number: int, now: datetime
-) -> Iterator[tuple[Stratum, str, Candidate]]:
-    """The judgeable citations of one line, each with its stratum and document."""
-    for item in checked:
+def _candidates(  # noqa: PLR0917 - the private body of _check_batch's sampling
+    checked: list[CheckedCitation],
+    number: int,
+    job: _Job,
+    thresholds: dict[Stratum, int],
+    counts: dict[Stratum, int],
+    candidates: list[tuple[Stratum, int, str, Candidate]],
+) -> None:
+    """Count the judgeable citations of one line by stratum; keep those whose key is below
+    their stratum's threshold (the others cannot be in the sample)."""
+    assert job.now is not None
+    band: tuple[str | None, str] | None = None  # the answer's age, read once per line
+    for index, item in enumerate(checked):
         judge_input = item.judge_input
         if judge_input is None:
             continue
         verdict = item.verdict
+        if band is None or band[0] != judge_input.emitted_at:
+            band = (judge_input.emitted_at, age_band(judge_input.emitted_at, job.now))
         family = near_miss_family(
             repaired=verdict.status is Status.DRIFT_REPAIRED,
             claim=judge_input.claim,
             quote_chars=judge_input.quote_chars,
             similarity=verdict.similarity,
         )
-        stratum = Stratum(age_band(judge_input.emitted_at, now), family)
-        yield stratum, verdict.doc_id or "", Candidate(number, verdict, judge_input)
+        stratum = STRATA[band[1], family]
+        counts[stratum] = counts.get(stratum, 0) + 1
+        key = sample_key(job.seed, number, index)
+        if key < thresholds.get(stratum, _NO_THRESHOLD):
+            candidates.append(
+                (stratum, key, verdict.doc_id or "", Candidate(number, verdict, judge_input))
+            )
 
 
 _Batch = list[tuple[int, bytes | Oversized]]
@@ -174,7 +203,12 @@ def _batches(stream: IO[bytes], max_line_bytes: int) -> Iterator[_Batch]:
         yield batch
 
 
-def _in_workers(job: _Job, batches: Iterator[_Batch], jobs: int) -> Iterator[_Checked]:
+def _in_workers(
+    job: _Job,
+    batches: Iterator[_Batch],
+    jobs: int,
+    thresholds: Callable[[], dict[Stratum, int] | None],
+) -> Iterator[_Checked]:
     """Results of the batches, in input order, from ``jobs`` forked worker processes.
 
     A worker that dies (killed, out of memory) raises BrokenProcessPool here instead of
@@ -186,17 +220,19 @@ def _in_workers(job: _Job, batches: Iterator[_Batch], jobs: int) -> Iterator[_Ch
     ) as pool:
         pending: deque[Future[_Checked]] = deque()
         for batch in batches:
-            pending.append(pool.submit(_check_batch, batch))
+            pending.append(pool.submit(_check_batch, batch, thresholds()))
             if len(pending) >= jobs * _IN_FLIGHT_PER_JOB:
                 yield pending.popleft().result()
         while pending:
             yield pending.popleft().result()
 
 
-def _in_process(job: _Job, batches: Iterator[_Batch]) -> Iterator[_Checked]:
+def _in_process(
+    job: _Job, batches: Iterator[_Batch], thresholds: Callable[[], dict[Stratum, int] | None]
+) -> Iterator[_Checked]:
     _set_job(job)
     for batch in batches:
-        yield _check_batch(batch)
+        yield _check_batch(batch, thresholds())
 
 
 def _write(out: IO[bytes], lines: bytes, what: str) -> None:
@@ -237,10 +273,19 @@ def run_sweep(
         out is not None,
         coverage_out is not None,
         now if sample is not None else None,
+        sample.seed if sample is not None else 0,
     )
+
+    def thresholds() -> dict[Stratum, int] | None:
+        return None if sample is None else sample.thresholds()
+
     with open_input(citations_path) as source:
         batches = _batches(source.stream, policy.limits.max_message_bytes)
-        results = _in_workers(job, batches, jobs) if jobs > 1 else _in_process(job, batches)
+        results = (
+            _in_workers(job, batches, jobs, thresholds)
+            if jobs > 1
+            else _in_process(job, batches, thresholds)
+        )
         try:
             for checked in results:
                 if out is not None:
@@ -249,8 +294,10 @@ def run_sweep(
                     _write(coverage_out, checked.coverage, "coverage verdicts")
                 summary.merge(checked.summary)
                 if sample is not None:
-                    for stratum, document, candidate in checked.candidates:
-                        sample.offer(stratum, document, candidate)
+                    for stratum, count in checked.counts.items():
+                        sample.count(stratum, count)
+                    for stratum, key, document, candidate in checked.candidates:
+                        sample.offer(stratum, key, document, candidate)
                 if progress is not None:
                     progress(source.position())
         except InputError as exc:

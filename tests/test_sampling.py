@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -17,6 +18,7 @@ from exporter.pipeline.sampling import (
     age_band,
     allocate,
     near_miss_family,
+    sample_key,
 )
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -97,11 +99,18 @@ def test_allocation_invariants(totals: dict[Stratum, int], size: int) -> None:
             assert abs(chosen[s] - exact) < 1 + 1e-9 or chosen[s] == totals[s]
 
 
+def _offer(
+    sample: StratifiedSample[Any], stratum: Stratum, line: int, document: str, item: Any
+) -> None:
+    sample.count(stratum)
+    sample.offer(stratum, sample_key(sample.seed, line, 0), document, item)
+
+
 def _offers(sample: StratifiedSample[str], count: int) -> None:
     for number in range(count):
         stratum = STRATA[0] if number % 10 else STRATA[1]
         document = f"doc-{number % 7}" if number % 3 else "big-doc"
-        sample.offer(stratum, document, f"cit-{number}")
+        _offer(sample, stratum, number, document, f"cit-{number}")
 
 
 def test_the_same_offers_and_seed_give_the_same_sample() -> None:
@@ -119,21 +128,23 @@ def test_the_same_offers_and_seed_give_the_same_sample() -> None:
 def test_the_sample_spreads_over_documents_and_memory_stays_bounded() -> None:
     sample: StratifiedSample[str] = StratifiedSample(40, seed=1)
     for number in range(20_000):
-        document = "huge" if number % 100 else f"small-{number}"
-        sample.offer(STRATA[0], document, f"{document}/{number}")
+        document = "huge" if number % 20 else f"small-{number}"
+        _offer(sample, STRATA[0], number, document, f"{document}/{number}")
     assert sample.totals == {STRATA[0]: 20_000}
-    assert all(len(r.items) <= 40 for r in sample._reservoirs.values())
-    documents = Counter(item.split("/")[0] == "huge" for _, item in sample.chosen())
-    # 1% of the stratum's citations are outside "huge", but round-robin over documents gives
-    # every document one before "huge" gets a second
-    assert documents[True] < 40 and documents[False] >= 1
+    assert all(len(heap) <= 80 for heap in sample._heaps.values())
+    kept = [entry[2] for entry in sample._heaps[STRATA[0]]]
+    chosen = [item.split("/")[0] for _, item in sample.chosen()]
+    # 5% of the stratum's citations are outside "huge"; round-robin over the documents kept
+    # takes every one of them before "huge" gets a second
+    small = {document for document in kept if document != "huge"}
+    assert small and small <= set(chosen) and len(chosen) == 40
 
 
 def test_a_stratum_offered_once_among_thousands_is_in_the_sample() -> None:
     sample: StratifiedSample[int] = StratifiedSample(30, seed=3)
     for number in range(10_000):
         stratum = STRATA[7] if number == 5_000 else STRATA[number % 2]
-        sample.offer(stratum, f"d{number % 13}", number)
+        _offer(sample, stratum, number, f"d{number % 13}", number)
     chosen = list(sample.chosen())
     assert (STRATA[7], 5_000) in chosen
     shares = Counter(stratum for stratum, _ in chosen)
@@ -144,3 +155,28 @@ def test_a_stratum_offered_once_among_thousands_is_in_the_sample() -> None:
 def test_a_negative_size_is_refused() -> None:
     with pytest.raises(ValueError, match="must not be negative"):
         StratifiedSample(-1)
+
+
+def test_offering_only_keys_below_the_thresholds_changes_nothing() -> None:
+    """Workers send only the candidates whose key is below their stratum's threshold: the
+    sample is the one every candidate would have given, however the input was split."""
+    everything: StratifiedSample[int] = StratifiedSample(25, seed=4)
+    filtered: StratifiedSample[int] = StratifiedSample(25, seed=4)
+    for batch in range(40):
+        thresholds = filtered.thresholds()
+        for number in range(batch * 100, batch * 100 + 100):
+            stratum = STRATA[number % 3]
+            key = sample_key(4, number, 0)
+            for sample in (everything, filtered):
+                sample.count(stratum)
+            everything.offer(stratum, key, f"d{number % 9}", number)
+            if key < thresholds.get(stratum, 1 << 64):
+                filtered.offer(stratum, key, f"d{number % 9}", number)
+    assert filtered.thresholds() and list(filtered.chosen()) == list(everything.chosen())
+    assert sum(len(heap) for heap in filtered._heaps.values()) == 3 * 50
+
+
+def test_keys_depend_on_the_seed_and_the_place_only() -> None:
+    keys = {sample_key(1, line, index) for line in range(300) for index in range(5)}
+    assert len(keys) == 1_500 and all(0 <= key < 1 << 64 for key in keys)
+    assert sample_key(1, 7, 2) == sample_key(1, 7, 2) != sample_key(2, 7, 2)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 from concurrent.futures.process import BrokenProcessPool
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,9 @@ import pytest
 import exporter.file_sweep
 from exporter.checks.engine import Policy
 from exporter.file_sweep import load_store, run_sweep
+from exporter.judging import Candidate
 from exporter.outputs.report import SweepSummary
+from exporter.pipeline.sampling import StratifiedSample
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
 
@@ -42,7 +45,7 @@ def test_workers_and_in_process_agree(scenario: dict[str, Path]) -> None:
     assert one_summary.errors == three_summary.errors
 
 
-def _die(lines: object) -> object:
+def _die(lines: object, thresholds: object = None) -> object:
     os._exit(3)
 
 
@@ -52,3 +55,34 @@ def test_a_dead_worker_fails_the_sweep(
     monkeypatch.setattr(exporter.file_sweep, "_check_batch", _die)
     with pytest.raises(BrokenProcessPool):
         _sweep(scenario, 2)
+
+
+def _sampled(scenario: dict[str, Path], jobs: int, seed: int) -> list[tuple[str, str, str]]:
+    summary = SweepSummary()
+    store = load_store(str(scenario["chunks"]), summary)
+    sample: StratifiedSample[Candidate] = StratifiedSample(60, seed)
+    run_sweep(
+        store,
+        str(scenario["citations"]),
+        Policy(judge_inputs=True),
+        summary,
+        jobs=jobs,
+        sample=sample,
+        now=datetime(2026, 11, 30, tzinfo=UTC),
+    )
+    assert sum(sample.totals.values()) > 1_000
+    return [
+        (stratum.family, candidate.verdict.citation_id or "", candidate.judge_input.claim)
+        for stratum, candidate in sample.chosen()
+    ]
+
+
+def test_the_judges_sample_is_the_same_in_workers_and_in_process(
+    scenario: dict[str, Path],
+) -> None:
+    """Workers offer only candidates below the thresholds they were sent; the sample is the
+    same as in one process, and changes with the seed."""
+    one = _sampled(scenario, 1, seed=5)
+    assert one == _sampled(scenario, 3, seed=5)
+    assert len(one) == 60 and len({family for family, _, _ in one}) >= 3
+    assert one != _sampled(scenario, 1, seed=6)

@@ -171,10 +171,11 @@ def _add_judge_options(sweep: Any) -> None:
     judging.add_argument(
         "--judge-sample",
         type=count,
-        default=2000,
+        default=0,
         metavar="N",
-        help="citations to judge, drawn from strata of answer age and near-miss family; 0 "
-        "judges none (default: %(default)s)",
+        help="citations to judge, drawn from strata of answer age and near-miss family, e.g. "
+        "2000; drawing the sample costs the sweep about 6 us a judgeable citation, so it is "
+        "off by default (0)",
     )
     judging.add_argument(
         "--judge-out",

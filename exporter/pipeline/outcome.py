@@ -68,11 +68,12 @@ class DeadLetter:
             yield InvalidCitation(self.error, reason=self.reason)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class JudgeInput:
     """What the entailment judge needs of a checked citation: its claim, and where its evidence
     is now (the live span, or the repaired one after a repair), with what the sample's strata
-    are drawn from."""
+    are drawn from. Read-only by convention: one is made per judgeable citation of a judging
+    sweep, and a frozen one costs twice as much."""
 
     claim: str
     chunk_id: str

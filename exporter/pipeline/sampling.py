@@ -9,28 +9,33 @@ Every non-empty stratum gets at least one citation, the rest is proportional to 
 sizes, and within a stratum the sample is spread over documents round-robin, so one huge
 document cannot take a stratum's whole share.
 
-The archive is streamed: each stratum keeps a bounded reservoir (Algorithm R, seeded), so
-memory is at most strata x sample size candidates whatever the archive holds, and the sample is
-the same for the same input, seed and ``now``. Pure: no I/O; the clock is an argument.
+The archive is streamed, in batches checked by several processes: every judgeable citation
+gets a random key from the seed and its place in the input (:func:`sample_key`), and each
+stratum keeps the ``2 x size`` smallest keys it has seen (bottom-k sampling: a uniform sample
+that merges exactly however the input was split). Memory is at most strata x 2 x size candidates
+whatever the archive holds, and the sample is the same for the same input, seed and ``now``,
+whatever the number of worker processes. Pure: no I/O; the clock is an argument.
 """
 
 from __future__ import annotations
 
-import random
+import heapq
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Generic, TypeVar
 
 __all__ = [
     "AGE_BANDS",
     "FAMILIES",
+    "STRATA",
     "StratifiedSample",
     "Stratum",
     "age_band",
     "allocate",
     "near_miss_family",
+    "sample_key",
 ]
 
 AGE_BANDS = ("under_7d", "7_30d", "30_180d", "over_180d", "unknown")
@@ -38,7 +43,7 @@ AGE_BANDS = ("under_7d", "7_30d", "30_180d", "over_180d", "unknown")
 FAMILIES = ("repaired_drift", "conditional", "long_quote", "folded_below_100", "exact")
 LONG_QUOTE_CHARS = 300
 # Conditional language, where judges err most (about 6 times in 10).
-_CONDITIONAL = re.compile(r"\b(?:if|unless|only|except|may|up to)\b", re.IGNORECASE)
+_CONDITIONAL = re.compile(r"\b(?:if|unless|only|except|may|up to)\b")
 # Only this much of a claim is searched for conditional language: bounded work per citation.
 _CLAIM_CHARS_SEARCHED = 2_000
 
@@ -49,6 +54,10 @@ T = TypeVar("T")
 class Stratum:
     age: str
     family: str
+
+
+# Every stratum, made once: a sweep names one per judgeable citation.
+STRATA = {(age, family): Stratum(age, family) for age in AGE_BANDS for family in FAMILIES}
 
 
 def age_band(emitted_at: str | None, now: datetime) -> str:
@@ -87,7 +96,7 @@ def near_miss_family(
     """
     if repaired:
         return "repaired_drift"
-    if _CONDITIONAL.search(claim, 0, _CLAIM_CHARS_SEARCHED) is not None:
+    if _CONDITIONAL.search(claim[:_CLAIM_CHARS_SEARCHED].lower()) is not None:
         return "conditional"
     if quote_chars > LONG_QUOTE_CHARS:
         return "long_quote"
@@ -122,54 +131,85 @@ def allocate(totals: dict[Stratum, int], size: int) -> dict[Stratum, int]:
     return chosen
 
 
-@dataclass
-class _Reservoir(Generic[T]):
-    capacity: int
-    seen: int = 0
-    items: list[tuple[int, str, T]] = field(default_factory=list)  # (arrival, document, item)
+# Keys are 64-bit: a sample key, and "no threshold yet" one past the largest.
+_KEYS = 1 << 64
+_MASK = _KEYS - 1
+
+
+def sample_key(seed: int, line: int, index: int) -> int:
+    """The random key of the ``index``-th citation of input line ``line``: splitmix64 of both,
+    so the sample depends on the input and the seed only, not on how the work was split."""
+    z = (seed * 0x9E3779B97F4A7C15 + line * 0xBF58476D1CE4E5B9 + index) & _MASK
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    return z ^ (z >> 31)
 
 
 class StratifiedSample(Generic[T]):
-    """Offer every judgeable citation of an archive, in input order; :meth:`chosen` is the
-    sample. Deterministic for the same offers and seed."""
+    """The sample of an archive: per stratum the ``size`` citations of smallest key (a uniform
+    sample, mergeable however the archive was split), and how many each stratum held.
+
+    Workers count every judgeable citation (:meth:`count`) but offer only those whose key is
+    below their stratum's :meth:`thresholds` (a key above the current threshold can never be
+    in the final sample: thresholds only fall), so memory and transfer stay at about strata x
+    size candidates whatever the archive holds.
+    """
 
     def __init__(self, size: int, seed: int = 0) -> None:
         if size < 0:
             raise ValueError(f"the sample size must not be negative, got {size}")
         self.size = size
-        self._random = random.Random(seed)
-        self._reservoirs: dict[Stratum, _Reservoir[T]] = {}
+        self.seed = seed
+        # twice the sample per stratum: round-robin over documents needs some to choose from
+        self._capacity = 2 * size
+        self._seen: dict[Stratum, int] = {}
+        # per stratum a max-heap (keys negated) of (-key, -arrival, document, item), at most
+        # size long; the arrival number breaks ties between equal keys without comparing items
+        self._heaps: dict[Stratum, list[tuple[int, int, str, T]]] = {}
+        self._arrivals = 0
 
-    def offer(self, stratum: Stratum, document: str, item: T) -> None:
-        reservoir = self._reservoirs.get(stratum)
-        if reservoir is None:
-            reservoir = self._reservoirs[stratum] = _Reservoir(self.size)
-        arrival = reservoir.seen
-        reservoir.seen += 1
-        if len(reservoir.items) < reservoir.capacity:
-            reservoir.items.append((arrival, document, item))
+    def count(self, stratum: Stratum, citations: int = 1) -> None:
+        """``citations`` more judgeable citations of ``stratum`` were seen."""
+        self._seen[stratum] = self._seen.get(stratum, 0) + citations
+
+    def offer(self, stratum: Stratum, key: int, document: str, item: T) -> None:
+        """A candidate (counted apart, with :meth:`count`): kept while its key is among the
+        ``2 x size`` smallest of its stratum."""
+        if self.size == 0:
             return
-        slot = self._random.randrange(reservoir.seen)
-        if slot < reservoir.capacity:
-            reservoir.items[slot] = (arrival, document, item)
+        self._arrivals += 1
+        entry = (-key, -self._arrivals, document, item)
+        heap = self._heaps.setdefault(stratum, [])
+        if len(heap) < self._capacity:
+            heapq.heappush(heap, entry)
+        elif entry[:2] > heap[0][:2]:  # a smaller key (or an equal one that came first)
+            heapq.heapreplace(heap, entry)
+
+    def thresholds(self) -> dict[Stratum, int]:
+        """Per stratum, the key a candidate must be below to be worth offering (strata not
+        listed take any key)."""
+        return {
+            s: -heap[0][0] + 1 for s, heap in self._heaps.items() if len(heap) >= self._capacity
+        }
 
     @property
     def totals(self) -> dict[Stratum, int]:
-        """Judgeable citations offered, per stratum."""
-        return {stratum: r.seen for stratum, r in sorted(self._reservoirs.items())}
+        """Judgeable citations seen, per stratum."""
+        return dict(sorted(self._seen.items()))
 
     def chosen(self) -> Iterator[tuple[Stratum, T]]:
         """The sample, stratum by stratum, each spread over its documents round-robin."""
         for stratum, count in allocate(self.totals, self.size).items():
-            reservoir = self._reservoirs[stratum]
-            for item in _round_robin(sorted(reservoir.items, key=lambda entry: entry[0]), count):
+            kept = sorted(self._heaps.get(stratum, []), key=lambda e: (-e[0], -e[1]))
+            documents = [(document, item) for _, _, document, item in kept]
+            for item in _round_robin(documents, count):
                 yield stratum, item
 
 
-def _round_robin(entries: list[tuple[int, str, T]], count: int) -> list[T]:
-    """``count`` items taken one document at a time, documents in order of first arrival."""
+def _round_robin(entries: list[tuple[str, T]], count: int) -> list[T]:
+    """``count`` items taken one document at a time, documents in order of first appearance."""
     by_document: dict[str, list[T]] = {}
-    for _, document, item in entries:
+    for document, item in entries:
         by_document.setdefault(document, []).append(item)
     queues = [list(reversed(items)) for items in by_document.values()]
     taken: list[T] = []
