@@ -47,8 +47,8 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from exporter.checks.entailment import EntailmentResult, Judgement
 from exporter.checks.normalize import fold
@@ -64,8 +64,8 @@ __all__ = [
 
 #: A longer claim is ``unknown`` unread: an answer sentence is far shorter, and work stays bounded.
 MAX_CLAIM_CHARS = 1_000
-#: Longer evidence is ``unknown`` unread (a span is a passage, not a document).
-MAX_EVIDENCE_CHARS = 20_000
+#: Longer evidence is ``unknown`` unread: a span is a passage (some 1,500 words), not a document.
+MAX_EVIDENCE_CHARS = 10_000
 #: At most this many quantities are taken from each side.
 MAX_QUANTITIES = 200
 #: At most this many clauses of each side are compared for negation.
@@ -330,27 +330,32 @@ class _Reader:
     """Takes the quantities out of one prepared text, pass by pass, blanking what each pass
     took so that no number is read twice (a date's day is not also a count)."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, *, claim: bool) -> None:
         self.text = text
+        self.claim = claim
         self.found: list[_Quantity] = []
+        self.overflow = False  # more than MAX_QUANTITIES: the reading is incomplete
 
-    def _take(self, pattern: re.Pattern[str]) -> Iterable[re.Match[str]]:
-        matches = list(pattern.finditer(self.text))
-        if not matches:
-            return []
-        chars = list(self.text)
-        for match in matches:
-            start, end = match.span()
-            chars[start:end] = " " * (end - start)
-        self.text = "".join(chars)
+    def _take(self, pattern: re.Pattern[str]) -> list[re.Match[str]]:
+        matches: list[re.Match[str]] = []
+
+        def blank(match: re.Match[str]) -> str:
+            matches.append(match)
+            return " " * (match.end() - match.start())
+
+        self.text = pattern.sub(blank, self.text)
         return matches
 
     def _approximate(self, at: int) -> bool:
-        return _APPROXIMATE.search(self.text, max(0, at - 24), at) is not None
+        """Whether an approximation ("about", "around", "~") comes just before a claim's number
+        (an approximate claim is not compared; the evidence's are read as they are)."""
+        return self.claim and _APPROXIMATE.search(self.text, max(0, at - 24), at) is not None
 
     def _add(self, quantity: _Quantity) -> None:
         if len(self.found) < MAX_QUANTITIES:
             self.found.append(quantity)
+        else:
+            self.overflow = True
 
     def read(self) -> list[_Quantity]:
         self._dates()
@@ -512,9 +517,10 @@ def _weak_readings(text: str) -> tuple[list[_Quantity], set[float]]:
     return found, numbers
 
 
-def _all_numbers(text: str) -> set[float]:
+def _all_numbers(text: str) -> set[float] | None:
     """Every number written in the text, read both ways where a comma or point is ambiguous
-    ("1,200" as 1200 and 1.2): a claim's number found here is accounted for."""
+    ("1,200" as 1200 and 1.2): a claim's number found here is accounted for. None when there
+    are too many to hold (text that is mostly numbers)."""
     numbers: set[float] = set()
     for match in _ANY_NUMBER.finditer(text):
         raw = match.group()
@@ -526,7 +532,7 @@ def _all_numbers(text: str) -> set[float]:
         for part in re.split(r"[.,]", raw):
             numbers.add(float(part))
         if len(numbers) > 4 * MAX_QUANTITIES:
-            break
+            return None
     return numbers
 
 
@@ -534,10 +540,14 @@ class _Evidence:
     """The evidence's quantities, indexed by kind, and every number it writes."""
 
     def __init__(self, text: str) -> None:
-        self.quantities = _Reader(text).read()
+        reader = _Reader(text, claim=False)
+        self.quantities = reader.read()
+        self.overflow = reader.overflow
         weak, extra = _weak_readings(text)
         self.quantities.extend(weak)
-        self.numbers = _all_numbers(text) | extra
+        numbers = _all_numbers(text)
+        self.overflow |= numbers is None
+        self.numbers = (numbers or set()) | extra
         self.by_dim: dict[str, list[_Quantity]] = {}
         for quantity in self.quantities:
             self.by_dim.setdefault(quantity.dim, []).append(quantity)
@@ -605,11 +615,14 @@ def _disagreement(quantity: _Quantity, evidence: _Evidence, accounted: set[float
 
 
 def _quantity_disagreement(claim: str, evidence: str) -> str | None:
-    quantities = _Reader(claim).read()
-    if not quantities:
-        return None
-    facts = _Evidence(evidence)
+    reader = _Reader(claim, claim=True)
+    quantities = reader.read()
     claim_numbers = _all_numbers(claim)
+    if not quantities or reader.overflow or claim_numbers is None:
+        return None  # nothing to compare, or too much to compare honestly
+    facts = _Evidence(evidence)
+    if facts.overflow:
+        return None  # the claim's number may be among those not read: say nothing
     shares = facts.shares | {v for q in quantities if q.dim == "percent" for v in q.values}
     # amounts the claim computed from the evidence's, and the claim's numbers they used
     accounted: set[float] = set()
@@ -662,6 +675,7 @@ _TOKEN = re.compile(r"[a-z0-9]+")
 _SUFFIXES = ("ations", "ation", "ings", "ing", "able", "ies", "ied", "ed", "es", "s", "e")
 
 
+@lru_cache(maxsize=4096)
 def _stem(word: str) -> str:
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
