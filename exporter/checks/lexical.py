@@ -116,7 +116,7 @@ _WORD_VALUE = {word: value for value, word in enumerate(_SMALL)} | {
 _MULTIPLIER = {"hundred": 100, "thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000}
 # "twenty-four" folds to "twentyfour" (a hyphen between letters folds away); "twenty four" too
 _WORD_NUMBER = re.compile(
-    rf"\b(?:(?P<tens>{'|'.join(_TENS)})[ ]?(?P<unit>{'|'.join(_SMALL[1:10])})?"
+    rf"\b(?:(?P<tens>{'|'.join(_TENS)})(?:[ ]?(?P<unit>{'|'.join(_SMALL[1:10])}))?"
     rf"|(?P<small>{'|'.join(_SMALL)}))"
     rf"(?:[ ](?P<mult>{'|'.join(_MULTIPLIER)}))?\b"
 )
@@ -335,16 +335,29 @@ class _Reader:
         self.claim = claim
         self.found: list[_Quantity] = []
         self.overflow = False  # more than MAX_QUANTITIES: the reading is incomplete
+        self._original = text
+        self._read: list[tuple[int, int]] = []  # spans read as a quantity of a definite kind
 
-    def _take(self, pattern: re.Pattern[str]) -> list[re.Match[str]]:
+    def _take(self, pattern: re.Pattern[str], *, definite: bool = True) -> list[re.Match[str]]:
         matches: list[re.Match[str]] = []
 
         def blank(match: re.Match[str]) -> str:
             matches.append(match)
+            if definite:
+                self._read.append(match.span())
             return " " * (match.end() - match.start())
 
         self.text = pattern.sub(blank, self.text)
         return matches
+
+    def unread(self) -> str:
+        """The text without the spans read as a date, time, phone number, amount, percentage,
+        duration or year: the numbers left in it (counts, identifiers, numbers in a form not
+        understood) are those whose role is unsure."""
+        chars = list(self._original)
+        for start, end in self._read:
+            chars[start:end] = " " * (end - start)
+        return "".join(chars)
 
     def _approximate(self, at: int) -> bool:
         """Whether an approximation ("about", "around", "~") comes just before a claim's number
@@ -366,7 +379,7 @@ class _Reader:
                 self._add(_Quantity("phone", frozenset({last}), last, f"phone ...{digits[-7:]}"))
         self._times()
         self._month_dates()
-        self._take(_IDENTIFIER)
+        self._take(_IDENTIFIER, definite=False)
         self._amounts()
         for match in self._take(_PERCENT):
             value = _number(match["n"])
@@ -461,10 +474,9 @@ class _Reader:
                 )
 
     def _years(self) -> None:
-        for match in _YEAR.finditer(self.text):
+        for match in self._take(_YEAR):
             self._year(int(match[1]))
         # years before a word count as years only after a word that introduces a year
-        self.text = _YEAR.sub(lambda m: " " * len(m.group()), self.text)
         for match in re.finditer(r"(?<![\w.,/:$€£¥])((?:19|20)[0-9]{2})(?=[ ][a-z])", self.text):
             if _YEAR_BEFORE.search(self.text, max(0, match.start() - 12), match.start()):
                 self._year(int(match[1]))
@@ -537,7 +549,9 @@ def _all_numbers(text: str) -> set[float] | None:
 
 
 class _Evidence:
-    """The evidence's quantities, indexed by kind, and every number it writes."""
+    """The evidence's quantities, indexed by kind, and the numbers it writes whose role is
+    unsure (a claim number among those is accounted for: it may be the claim's, in a form not
+    understood)."""
 
     def __init__(self, text: str) -> None:
         reader = _Reader(text, claim=False)
@@ -545,7 +559,7 @@ class _Evidence:
         self.overflow = reader.overflow
         weak, extra = _weak_readings(text)
         self.quantities.extend(weak)
-        numbers = _all_numbers(text)
+        numbers = _all_numbers(reader.unread())
         self.overflow |= numbers is None
         self.numbers = (numbers or set()) | extra
         self.by_dim: dict[str, list[_Quantity]] = {}
