@@ -143,8 +143,9 @@ def _number_words(match: re.Match[str]) -> str:
 def _prepare(text: str) -> str:
     """Folded, lower-cased, contractions spelt out and number words as digits."""
     text = fold(text).lower()
-    for pattern, replacement in _CONTRACTIONS:
-        text = pattern.sub(replacement, text)
+    if "'" in text or "cannot" in text or "no one" in text:
+        for pattern, replacement in _CONTRACTIONS:
+            text = pattern.sub(replacement, text)
     return _WORD_NUMBER.sub(_number_words, text)
 
 
@@ -282,6 +283,7 @@ _APPROXIMATE = re.compile(
     r"(?:\babout|\baround|\bapproximately|\bapprox\.?|\broughly|\bnearly|\balmost|\bcirca|"
     r"\bca\.|~|\bsome|\bup[ ]to[ ]about)[ ]?$"
 )
+_DIGIT = re.compile(r"[0-9]")
 _ANY_NUMBER = re.compile(r"[0-9]+(?:[.,][0-9]+)*")
 # readings that only ever help a claim's number be found (never make a disagreement)
 _WEAK = re.compile(
@@ -371,6 +373,8 @@ class _Reader:
             self.overflow = True
 
     def read(self) -> list[_Quantity]:
+        if _DIGIT.search(self.text) is None:
+            return self.found  # every quantity has a digit once number words are digits
         self._dates()
         for match in self._take(_PHONE):
             digits = re.sub(r"[^0-9]", "", match.group())
@@ -686,6 +690,7 @@ _CLAUSE_BREAK = re.compile(
     r"[.!?;:](?:\s|$)|\n|,?\s+(?:but|however|whereas|although|though)\b|,\s+(?:and|or|so|while)\b"
 )
 _TOKEN = re.compile(r"[a-z0-9]+")
+_ANY_NEGATOR = re.compile(r"\b(?:not|no|never)\b")
 _SUFFIXES = ("ations", "ation", "ings", "ing", "able", "ies", "ied", "ed", "es", "s", "e")
 
 
@@ -735,6 +740,8 @@ def _aligned(claim: _Clause, other: _Clause) -> float:
 
 
 def _negation_disagreement(claim: str, evidence: str) -> str | None:
+    if _ANY_NEGATOR.search(claim) is None and _ANY_NEGATOR.search(evidence) is None:
+        return None  # no negation on either side
     if sorted(_TOKEN.findall(claim)) == sorted(_TOKEN.findall(evidence)):
         return None  # the same words in another order: nothing a word-level reader can oppose
     evidence_clauses = _clauses(evidence)
