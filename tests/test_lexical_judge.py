@@ -53,7 +53,7 @@ def test_it_is_a_sync_judge() -> None:
         ("The trial lasts five days.", "The trial lasts 7 days.", "5 days vs 7 days"),
         ("It comes with a 30-day trial.", "The trial lasts 14 days.", "30 days vs 14 days"),
         ("Returns are accepted for two weeks.", "Returns within 30 days.", "2 weeks vs 30 days"),
-        ("Links expire after 90 minutes.", "Links expire after 1 hour.", "90 minutes vs 1 hours"),
+        ("Links expire after 90 minutes.", "Links expire after 1 hour.", "90 minutes vs 1 hour"),
         # amounts: currency forms merged, currencies and periods kept apart
         ("The plan costs $1,200.", "The plan costs 1500 USD.", "$1,200 vs $1,500"),
         ("Seats are €8 each.", "Each seat is billed at €12 per month.", "8 EUR vs 12 EUR/month"),

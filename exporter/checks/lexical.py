@@ -18,11 +18,12 @@ settles, so the model-backed judge is asked only what it cannot:
 
 Anything else is ``unknown``: a faithful paraphrase looks, to a word-level reader, much like an
 unfaithful one, and calling a faithful answer unsupported (a *false alarm*) is the failure this
-judge is built to avoid. Hence the caution in every rule: a claim's number found anywhere in the
-evidence (in any role) is accounted for; a number in a range the evidence gives ("3-5 days") is
-too; an approximate claim ("about 10 days") is not compared; identifiers (step, section, version
-and order numbers, HTTP codes, list markers) are not compared; an amount the claim could have
-computed from the evidence (a monthly price times 12, times a count in the claim, less a
+judge is built to avoid. Hence the caution in every rule: a claim's number found in the evidence
+where its role is unsure (a count, an identifier, a form not understood; not where it was read as
+a date, amount, duration ...) is accounted for; a number in a range the evidence gives ("3-5
+days") is too; an approximate claim ("about 10 days") is not compared; identifiers (step, section,
+version and order numbers, HTTP codes, list markers) are not compared; an amount the claim could
+have computed from the evidence (a monthly price times 12, times a count in the claim, less a
 percentage) is accounted for; a clause with a double negation, an exception or a restriction
 ("unless", "only", "without", "free", "excluded" ...) is not compared for negation, since those
 words negate without saying "not".
@@ -464,7 +465,9 @@ class _Reader:
             numbers = [_number(match["n"])] + ([_number(match["m"])] if match["m"] else [])
             low, high = min(numbers) * factor, max(numbers) * factor
             for numeral in numbers:
-                label = f"{_plain(numeral)} {match['kind'] + ' ' if match['kind'] else ''}{unit}s"
+                plural = "" if numeral == 1 else "s"
+                label = f"{_plain(numeral)} {match['kind'] + ' ' if match['kind'] else ''}{unit}"
+                label += plural
                 self._add(
                     _Quantity(
                         family,
