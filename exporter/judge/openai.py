@@ -254,11 +254,9 @@ class OpenAIJudge:
         )
 
     def _clean(self, reason: str) -> str:
-        """A reason bounded, and without the key whatever a server echoed."""
-        key = self.config.api_key
-        if key:
-            reason = reason.replace(key, "[redacted]")
-        return bounded(reason, 240)
+        """A reason bounded, and without the key (again: each text a server sent is redacted
+        before it is cut, so that no part of the key survives a cut)."""
+        return bounded(_redacted(reason, self.config.api_key), 240)
 
     async def _attempts(self, claim: str, evidence: str, spent: _Spent) -> _Outcome:
         config = self.config
@@ -272,7 +270,7 @@ class OpenAIJudge:
         )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + config.timeout_seconds
-        reason = "timeout"
+        reason: str | None = None
         try:
             async with asyncio.timeout_at(deadline):
                 for attempt in range(config.max_retries + 1):
@@ -289,8 +287,9 @@ class OpenAIJudge:
                         log.debug("model judge: %s; retrying in %.2f s", reason, wait)
                         await asyncio.sleep(wait)
         except TimeoutError:
-            return _Outcome(EntailmentResult.ERROR, "timeout")
-        return _Outcome(EntailmentResult.ERROR, reason)
+            after = "" if reason is None else f" (after {reason})"
+            return _Outcome(EntailmentResult.ERROR, f"timeout{after}")
+        return _Outcome(EntailmentResult.ERROR, reason or "no attempt made")
 
     def _wait(self, attempt: int, after: float | None) -> float:
         if after is not None:
@@ -300,6 +299,7 @@ class OpenAIJudge:
 
     async def _attempt(self, body: bytes, spent: _Spent) -> _Outcome:
         """One request: an outcome, or :class:`_Retry` when another attempt may do better."""
+        key = self.config.api_key
         try:
             async with self._client.stream(
                 "POST",
@@ -311,7 +311,7 @@ class OpenAIJudge:
                 retry = status == 429 or 500 <= status <= 599
                 if retry or not 200 <= status <= 299:
                     after = retry_after_seconds(response.headers.get("Retry-After"))
-                    message = await _server_message(response) if 400 <= status < 500 else None
+                    message = await _server_message(response, key) if 400 <= status < 500 else None
                     reason = f"http {status}"
                     if 300 <= status < 400:
                         reason += " (redirects are not followed)"
@@ -331,16 +331,21 @@ class OpenAIJudge:
         except httpx.TimeoutException as exc:
             raise _Retry("timeout") from exc
         except httpx.ConnectError as exc:
-            raise _Retry(_connect_reason(exc)) from exc
+            raise _Retry(_connect_reason(exc, key)) from exc
         except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
-            raise _Retry(f"{type(exc).__name__}: {preview(str(exc))}") from exc
+            raise _Retry(f"{type(exc).__name__}: {preview(_redacted(str(exc), key))}") from exc
         except httpx.HTTPError as exc:
-            return _Outcome(EntailmentResult.ERROR, f"{type(exc).__name__}: {preview(str(exc))}")
+            text = preview(_redacted(str(exc), key))
+            return _Outcome(EntailmentResult.ERROR, f"{type(exc).__name__}: {text}")
         if raw is None:
             return _Outcome(
                 EntailmentResult.ERROR, f"reply too large (over {MAX_REPLY_BYTES:,} bytes)"
             )
-        return _read_reply(raw, spent)
+        return _read_reply(raw, spent, key)
+
+
+def _redacted(text: str, key: str | None) -> str:
+    return text.replace(key, "[redacted]") if key else text
 
 
 async def _read_capped(response: httpx.Response) -> bytes | None:
@@ -350,7 +355,7 @@ async def _read_capped(response: httpx.Response) -> bytes | None:
         return None
     chunks: list[bytes] = []
     size = 0
-    async for chunk in response.aiter_raw():
+    async for chunk in response.aiter_bytes():  # no decoding: encoded replies are refused
         size += len(chunk)
         if size > MAX_REPLY_BYTES:
             return None
@@ -358,7 +363,7 @@ async def _read_capped(response: httpx.Response) -> bytes | None:
     return b"".join(chunks)
 
 
-async def _server_message(response: httpx.Response) -> str | None:
+async def _server_message(response: httpx.Response, key: str | None) -> str | None:
     """The ``error.message`` (or ``error``, or ``detail``) of an error reply, short; else None."""
     try:
         raw = await _read_capped(response)
@@ -375,14 +380,14 @@ async def _server_message(response: httpx.Response) -> str | None:
         if isinstance(error, dict):
             error = error.get("message")
         if isinstance(error, str) and error.strip():
-            text = " ".join(error.split())
+            text = " ".join(_redacted(error, key).split())
             if len(text) > _SERVER_MESSAGE_CHARS:
                 text = text[: _SERVER_MESSAGE_CHARS - 3] + "..."
             return text
     return None
 
 
-def _connect_reason(exc: httpx.ConnectError) -> str:
+def _connect_reason(exc: httpx.ConnectError, key: str | None) -> str:
     cause: BaseException | None = exc
     while cause is not None:
         if isinstance(cause, ConnectionRefusedError):
@@ -391,10 +396,10 @@ def _connect_reason(exc: httpx.ConnectError) -> str:
     text = str(exc)
     if "refused" in text.lower():
         return "connection refused"
-    return f"connection failed: {preview(text)}"
+    return f"connection failed: {preview(_redacted(text, key))}"
 
 
-def _read_reply(raw: bytes, spent: _Spent) -> _Outcome:
+def _read_reply(raw: bytes, spent: _Spent, key: str | None) -> _Outcome:
     """A 2xx body: its label, and its usage added to ``spent``."""
     try:
         value: Any = orjson.loads(raw)
@@ -413,7 +418,10 @@ def _read_reply(raw: bytes, spent: _Spent) -> _Outcome:
         return _Outcome(EntailmentResult.ERROR, "reply has no choices[0].message.content")
     label = parse_label(content)
     if label is None:
-        return _Outcome(EntailmentResult.ERROR, f"no label in the reply: {preview(content)}")
+        return _Outcome(
+            EntailmentResult.ERROR,
+            f"no label in the reply: {preview(_redacted(content, key))}",
+        )
     return _Outcome(label, None)
 
 
