@@ -1,0 +1,6 @@
+"""Judges that need more than the lexical comparison: a model behind an HTTP endpoint."""
+
+from exporter.judge.labels import parse_label
+from exporter.judge.openai import OpenAIJudge, OpenAIJudgeConfig
+
+__all__ = ["OpenAIJudge", "OpenAIJudgeConfig", "parse_label"]
