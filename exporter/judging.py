@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 
 from exporter.checks.entailment import (
@@ -59,14 +60,18 @@ def judge_sample(
     chosen: Iterable[tuple[Stratum, Candidate]],
     store: ChunkStore,
     lexical: SyncJudge,
-    model: AsyncJudge | None,
+    model: Callable[[], AbstractAsyncContextManager[AsyncJudge]] | None,
     summary: EntailmentSummary,
     *,
     high_severity_topics: frozenset[str],
     budget_usd: float | None = None,
     concurrency: int = 1,
 ) -> list[Judged]:
-    """Judge the chosen citations, in order; add them to ``summary``; return every judgement."""
+    """Judge the chosen citations, in order; add them to ``summary``; return every judgement.
+
+    ``model`` makes the model judge, inside the event loop that asks it (its connections live
+    there), and closes it afterwards.
+    """
     started = time.perf_counter()
     decided: list[tuple[Stratum, Candidate, Judgement | None, str | None]] = []
     for stratum, candidate in chosen:
@@ -95,7 +100,7 @@ def judge_sample(
 
 
 async def _ask(
-    model: AsyncJudge,
+    make: Callable[[], AbstractAsyncContextManager[AsyncJudge]],
     asked: list[tuple[int, tuple[Stratum, Candidate, Judgement | None, str | None]]],
     budget_usd: float | None,
     concurrency: int,
@@ -105,18 +110,20 @@ async def _ask(
     queue = list(reversed(asked))
     answers: dict[int, tuple[Judgement, bool]] = {}
     spent = 0.0
+    async with make() as model:
 
-    async def worker() -> None:
-        nonlocal spent
-        while queue:
-            index, (_, candidate, _, evidence) = queue.pop()
-            if budget_usd is not None and spent >= budget_usd:
-                answers[index] = (Judgement(EntailmentResult.SKIPPED, model.name, "budget"), False)
-                continue
-            assert evidence is not None
-            answer = await model.judge(candidate.judge_input.claim, evidence)
-            spent += answer.cost_usd
-            answers[index] = (answer, True)
+        async def worker() -> None:
+            nonlocal spent
+            while queue:
+                index, (_, candidate, _, evidence) = queue.pop()
+                if budget_usd is not None and spent >= budget_usd:
+                    skipped = Judgement(EntailmentResult.SKIPPED, model.name, "budget")
+                    answers[index] = (skipped, False)
+                    continue
+                assert evidence is not None
+                answer = await model.judge(candidate.judge_input.claim, evidence)
+                spent += answer.cost_usd
+                answers[index] = (answer, True)
 
-    await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+        await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
     return answers

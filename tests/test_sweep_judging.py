@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from judge_server import JudgeServer, Reply, completion
 
 from exporter.cli import main
 
@@ -51,3 +53,126 @@ def test_a_bad_now_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit, match="2"):
         main(["sweep", "--example", "--judge-sample", "5", "--now", "yesterday"])
     assert "must be an RFC 3339 time" in capsys.readouterr().err
+
+
+TEXT = "Refunds are issued within 30 days of purchase. Annual plans renew automatically."
+
+
+def _archive(tmp_path: Path, claims: list[str]) -> tuple[Path, Path]:
+    chunks = tmp_path / "chunks.jsonl"
+    chunks.write_text(
+        json.dumps({"doc_id": "d1", "doc_version": "v1", "chunk_id": "d1#0", "text": TEXT}) + "\n"
+    )
+    citations = tmp_path / "citations.jsonl"
+    records = [
+        {
+            "citation_id": f"c{number}",
+            "answer_id": f"a{number}",
+            "doc_id": "d1",
+            "doc_version": "v1",
+            "chunk_id": "d1#0",
+            "chunk_span": [0, 46],
+            "quote": "Refunds are issued within 30 days of purchase",
+            "claim": claim,
+            "topic": "pricing" if number % 2 else "billing",
+        }
+        for number, claim in enumerate(claims)
+    ]
+    citations.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return chunks, citations
+
+
+@pytest.fixture
+def judge_server() -> Iterator[JudgeServer]:
+    running = JudgeServer(
+        Reply(
+            body=completion(
+                "not_entailed",
+                usage={"prompt_tokens": 100, "completion_tokens": 5, "total_tokens": 105},
+            )
+        )
+    ).start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def test_the_model_judge_is_asked_what_the_lexical_judge_cannot_settle_within_budget(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    judge_server: JudgeServer,
+) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CITATION_EXPORTER_JUDGE_API_KEY", "sk-test-key-42")
+    monkeypatch.setenv("CITATION_EXPORTER_JUDGE_PRICE_INPUT_PER_1K", "0.5")
+    monkeypatch.setenv("CITATION_EXPORTER_JUDGE_PRICE_OUTPUT_PER_1K", "1.5")
+    monkeypatch.setenv("CITATION_EXPORTER_JUDGE_CONCURRENCY", "1")
+    claims = [
+        "Refunds take 60 days.",  # the lexical judge settles it: not entailed
+        "You get your money back within a month of buying.",  # paraphrases: the model's
+        "Money is returned to customers within thirty days.",
+        "Purchases can be refunded for a while.",
+        "A refund arrives some weeks after a purchase.",
+    ]
+    chunks, citations = _archive(tmp_path, claims)
+    out = tmp_path / "judged.jsonl"
+    base = ["sweep", "--chunks", str(chunks), "--citations", str(citations), "--jobs", "1"]
+    judging = ["--judge-sample", "10", "--judge", "openai", "--judge-model", "test-model"]
+    code = main(
+        [
+            *base,
+            *judging,
+            "--judge-base-url",
+            judge_server.base_url,
+            "--judge-budget-usd",
+            "0.1",
+            "--judge-out",
+            str(out),
+            "--format",
+            "json",
+        ]
+    )
+    assert code == 0
+    entailment = json.loads(capsys.readouterr().out)["entailment"]
+    # 0.0575 a call: the first two calls spend 0.115 and the budget stops the rest
+    assert entailment["calls"] == 2 == len(judge_server.requests)
+    assert entailment["tokens"] == {"prompt": 200, "completion": 10}
+    assert entailment["cost_usd"] == pytest.approx(0.115)
+    assert entailment["results"] == {
+        "entailed": 0,
+        "not_entailed": 3,
+        "unknown": 0,
+        "error": 0,
+        "skipped": 2,
+    }
+    judged = {line["citation_id"]: line for line in map(json.loads, out.read_text().splitlines())}
+    assert judged["c0"]["entailment"]["judge"] == "lexical"
+    asked = [judged[c]["entailment"] for c in ("c1", "c2", "c3", "c4")]
+    assert {e["judge"] for e in asked} == {"openai"}
+    assert sorted(e["result"] for e in asked) == [
+        "not_entailed",
+        "not_entailed",
+        "skipped",
+        "skipped",
+    ]
+    assert [e["reason"] for e in asked if e["result"] == "skipped"] == ["budget", "budget"]
+    assert all(
+        e["action"] == ("suppress_claim" if judged[c]["topic"] == "pricing" else "flag_for_review")
+        for c, e in zip(("c1", "c2", "c3", "c4"), asked, strict=True)
+        if e["result"] == "not_entailed"
+    )
+    assert all(
+        r.headers.get("authorization") == "Bearer sk-test-key-42" for r in judge_server.requests
+    )
+    assert "sk-test-key-42" not in out.read_text()
+
+
+def test_the_openai_judge_needs_its_endpoint_before_the_sweep_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit, match="2"):
+        main(["sweep", "--example", "--judge-sample", "5", "--judge", "openai"])
+    assert "--judge openai needs --judge-base-url and --judge-model" in capsys.readouterr().err

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 from tqdm import tqdm
@@ -51,6 +52,9 @@ from exporter.records.jsonl import (
 )
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
+
+if TYPE_CHECKING:
+    from exporter.judge.openai import OpenAIJudgeConfig
 
 EXAMPLES = """\
 examples:
@@ -161,6 +165,54 @@ def add_parser(commands: Any) -> None:
     add_limit_options(sweep)
 
 
+def _env(name: str, default: str | None = None) -> str | None:
+    """A judge setting from the environment the service reads too; a flag overrides it."""
+    value = os.environ.get(f"CITATION_EXPORTER_{name}", "").strip()
+    return value or default
+
+
+def _model_judge(args: argparse.Namespace) -> OpenAIJudgeConfig | None:
+    """The model judge's configuration, from the flags and the same environment variables as
+    the service's settings; None for the lexical judge alone."""
+    if args.judge != "openai":
+        return None
+    # imported here: the sweep starts without the HTTP client unless it calls a model
+    from exporter.judge.openai import OpenAIJudgeConfig  # noqa: PLC0415
+
+    missing = [
+        flag
+        for flag, value in (
+            ("--judge-base-url", args.judge_base_url),
+            ("--judge-model", args.judge_model),
+        )
+        if not value
+    ]
+    if missing:
+        raise UsageError(f"--judge openai needs {' and '.join(missing)}")
+    try:
+        return OpenAIJudgeConfig(
+            base_url=args.judge_base_url,
+            model=args.judge_model,
+            api_key=_env("JUDGE_API_KEY"),
+            timeout_seconds=_number("JUDGE_TIMEOUT_SECONDS", 30.0),
+            concurrency=int(_number("JUDGE_CONCURRENCY", 4)),
+            price_input_per_1k=_number("JUDGE_PRICE_INPUT_PER_1K", 0.0),
+            price_output_per_1k=_number("JUDGE_PRICE_OUTPUT_PER_1K", 0.0),
+        )
+    except SettingsError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _number(name: str, default: float) -> float:
+    text = _env(name)
+    if text is None:
+        return default
+    try:
+        return float(text)
+    except ValueError:
+        raise UsageError(f"CITATION_EXPORTER_{name} must be a number, got {text[:40]!r}") from None
+
+
 def _add_judge_options(sweep: Any) -> None:
     judging = sweep.add_argument_group(
         "entailment: does each quote establish its claim? A stratified sample is judged",
@@ -176,6 +228,34 @@ def _add_judge_options(sweep: Any) -> None:
         help="citations to judge, drawn from strata of answer age and near-miss family, e.g. "
         "2000; drawing the sample costs the sweep about 6 us a judgeable citation, so it is "
         "off by default (0)",
+    )
+    judging.add_argument(
+        "--judge",
+        choices=("lexical", "openai"),
+        default=_env("JUDGE", "lexical"),
+        help="lexical alone, or a model behind an OpenAI-compatible endpoint for what the "
+        "lexical judge cannot settle (default: $CITATION_EXPORTER_JUDGE, else %(default)s)",
+    )
+    judging.add_argument(
+        "--judge-base-url",
+        default=_env("JUDGE_BASE_URL"),
+        metavar="URL",
+        help="the endpoint, e.g. http://127.0.0.1:8000/v1 (default: "
+        "$CITATION_EXPORTER_JUDGE_BASE_URL); the key is read from "
+        "$CITATION_EXPORTER_JUDGE_API_KEY, never from a flag",
+    )
+    judging.add_argument(
+        "--judge-model",
+        default=_env("JUDGE_MODEL"),
+        metavar="NAME",
+        help="the model (default: $CITATION_EXPORTER_JUDGE_MODEL)",
+    )
+    judging.add_argument(
+        "--judge-budget-usd",
+        type=float,
+        metavar="USD",
+        help="stop calling the model once this much was spent; the rest of the sample is "
+        "skipped (reason budget)",
     )
     judging.add_argument(
         "--judge-out",
@@ -241,16 +321,25 @@ def _judge(
     inputs: tuple[str, str],
 ) -> None:
     """Judge the sample drawn during the sweep; write the judged citations to --judge-out."""
+    from exporter.judge.openai import OpenAIJudge  # noqa: PLC0415 - see _model_judge
+
     lexical = LexicalJudge()
-    entailment = EntailmentSummary(judge=lexical.name, sample_size=args.judge_sample)
+    config = _model_judge(args)
+    entailment = EntailmentSummary(
+        judge=lexical.name if config is None else f"{lexical.name}+openai",
+        sample_size=args.judge_sample,
+        concurrency=1 if config is None else config.concurrency,
+    )
     entailment.totals = sample.totals
     judged = judge_sample(
         sample.chosen(),
         store,
         lexical,
-        None,
+        None if config is None else lambda: OpenAIJudge(config),
         entailment,
         high_severity_topics=high_severity_topics,
+        budget_usd=args.judge_budget_usd,
+        concurrency=1 if config is None else config.concurrency,
     )
     summary.entailment = entailment
     if not args.judge_out:
@@ -265,6 +354,7 @@ def _judge(
                         item.judgement,
                         item.action,
                         claim=item.candidate.judge_input.claim,
+                        topic=item.candidate.judge_input.topic,
                         stratum=stratum,
                         line=item.candidate.line,
                     )
@@ -322,6 +412,8 @@ def run(args: argparse.Namespace) -> int:
     except SettingsError as exc:
         raise UsageError(f"--coverage-classifier: {exc}") from None
     sampling = args.judge_sample > 0
+    if sampling:
+        _model_judge(args)  # a judge that cannot be configured fails before the sweep
     policy = Policy(
         threshold=args.threshold,
         high_severity_topics=args.high_severity_topics,
