@@ -58,3 +58,45 @@ def test_a_judged_citation_on_the_wire() -> None:
         "seconds": 0.0,
         "cost_usd": 0.0,
     }
+
+
+def test_judgements_are_counted_with_the_model_judges_cost_tokens_and_time() -> None:
+    from prometheus_client import CollectorRegistry
+
+    from exporter.outputs.metrics import ExporterMetrics, SourceLabels
+    from exporter.pipeline.outcome import Mode
+
+    registry = CollectorRegistry()
+    metrics = ExporterMetrics(registry, SourceLabels(), "t")
+    lexical = Judgement(EntailmentResult.NOT_ENTAILED, "lexical", "30 vs 60", seconds=0.00001)
+    model = Judgement(
+        EntailmentResult.ENTAILED,
+        "openai",
+        seconds=0.2,
+        cost_usd=0.0004,
+        prompt_tokens=700,
+        completion_tokens=2,
+    )
+    skipped = Judgement(EntailmentResult.SKIPPED, "openai", "budget")
+    metrics.judged(Mode.SWEEP, [lexical, model, model, skipped], [False, True, True, False])
+    metrics.dropped("queue_full", 3)
+
+    def sample(name: str, **labels: str) -> float:
+        value = registry.get_sample_value(name, labels)
+        assert value is not None, (name, labels)
+        return value
+
+    checks = "citation_entailment_checks_total"
+    assert sample(checks, mode="sweep", judge="lexical", result="not_entailed") == 1
+    assert sample(checks, mode="sweep", judge="openai", result="entailed") == 2
+    assert sample(checks, mode="sweep", judge="openai", result="skipped") == 1
+    assert sample(checks, mode="inline", judge="openai", result="error") == 0  # born at 0
+    assert sample("citation_entailment_cost_dollars_total", mode="sweep") == pytest.approx(0.0008)
+    tokens = "citation_entailment_tokens_total"
+    assert sample(tokens, mode="sweep", direction="prompt") == 1400
+    assert sample(tokens, mode="sweep", direction="completion") == 4
+    assert sample("citation_entailment_duration_seconds_count", judge="openai") == 2
+    assert sample("citation_entailment_duration_seconds_count", judge="lexical") == 0
+    assert sample("citation_entailment_dropped_total", reason="queue_full") == 3
+    assert sample("citation_entailment_dropped_total", reason="budget") == 0
+    assert sample("citation_entailment_queue_depth") == 0

@@ -18,6 +18,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from exporter.checks.coverage import CoverageStatus
+from exporter.checks.entailment import EntailmentResult, Judgement
 from exporter.checks.relocate import UNREPAIRED_OUTCOMES
 from exporter.checks.verdict import FailedCheck, Status
 from exporter.outputs.histograms import BatchHistogram
@@ -29,6 +30,13 @@ __all__ = ["MAX_LABEL_LENGTH", "MODES", "ExporterMetrics", "SourceLabels"]
 
 MODES = tuple(mode.value for mode in Mode)
 MAX_LABEL_LENGTH = 64
+JUDGES = ("lexical", "openai")
+DROP_REASONS = ("queue_full", "budget")
+# Time to judge one citation: microseconds for the lexical judge, a tenth of a second to
+# seconds for a model (retries included, up to judge_timeout_seconds).
+JUDGE_BUCKETS = (
+    0.0001, 0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, math.inf,
+)  # fmt: skip
 SENTENCE_KINDS = ("claim", "framing")
 OTHER = "other"
 _DRIFT_REASONS = (*(check.value for check in FailedCheck), *UNREPAIRED_OUTCOMES)
@@ -213,9 +221,47 @@ class ExporterMetrics:
             ["mode"],
             registry=registry,
         )
+        self.entailment_checks = Counter(
+            "citation_entailment_checks",
+            "Citations judged for entailment (does the quote establish its claim?), by the "
+            "judge that decided and its result.",
+            ["mode", "judge", "result"],
+            registry=registry,
+        )
+        self.entailment_cost = Counter(
+            "citation_entailment_cost_dollars",
+            "What the model judge's calls cost, from the tokens it reported and the configured "
+            "prices.",
+            ["mode"],
+            registry=registry,
+        )
+        self.entailment_tokens = Counter(
+            "citation_entailment_tokens",
+            "Tokens the model judge reported, by direction (prompt or completion).",
+            ["mode", "direction"],
+            registry=registry,
+        )
+        self.entailment_duration = BatchHistogram(
+            "citation_entailment_duration_seconds",
+            "Time to judge one citation, retries included, by judge.",
+            ["judge"],
+            JUDGE_BUCKETS,
+            registry,
+        )
+        self.entailment_dropped = Counter(
+            "citation_entailment_dropped",
+            "Sampled citations not judged behind the response, by reason: queue_full (the "
+            "judge is behind) or budget (the hourly budget is spent).",
+            ["reason"],
+            registry=registry,
+        )
         self.build_info.labels(version).set(1)
         for mode in MODES:
             self._initialise(mode)
+        for judge in JUDGES:
+            self.entailment_duration.labels(judge)
+        for reason in DROP_REASONS:
+            self.entailment_dropped.labels(reason)
         # a source seen for the first time gets all its series at 0 at once: a drift counter
         # born later at its first failure would hide that first burst from rate()
         sources.on_new = self._initialise_source
@@ -244,6 +290,12 @@ class ExporterMetrics:
         self.shift.labels(mode)
         self.similarity.labels(mode)
         self.answers_checked.labels(mode)
+        self.entailment_cost.labels(mode)
+        for judge in JUDGES:
+            for result in EntailmentResult:
+                self.entailment_checks.labels(mode, judge, result.value)
+        for direction in ("prompt", "completion"):
+            self.entailment_tokens.labels(mode, direction)
         for kind in SENTENCE_KINDS:
             self.answer_sentences.labels(mode, kind)
         for topic in self.topics.known:
@@ -366,6 +418,34 @@ class ExporterMetrics:
             (self.drift_failures, (mode, source, outcome)),
             (self.failure_reasons, (mode, "drift", reason)),
         )
+
+    def judged(self, mode: Mode, judgements: Sequence[Judgement], called: Sequence[bool]) -> None:
+        """Count judgements: by deciding judge and result, and the model judge's calls (their
+        cost, tokens and time; ``called`` says which judgement called it)."""
+        checks: dict[tuple[str, str], int] = {}
+        durations: dict[str, list[float]] = {}
+        cost, prompt, completion = 0.0, 0, 0
+        for judgement, was_called in zip(judgements, called, strict=True):
+            key = (judgement.judge, judgement.result.value)
+            checks[key] = checks.get(key, 0) + 1
+            if was_called:
+                durations.setdefault(judgement.judge, []).append(judgement.seconds)
+                cost += judgement.cost_usd
+                prompt += judgement.prompt_tokens
+                completion += judgement.completion_tokens
+        for (judge, result), count in checks.items():
+            self._child(self.entailment_checks, (mode, judge, result)).inc(count)
+        for judge, seconds in durations.items():
+            self.entailment_duration.observe_many(seconds, judge)
+        if cost:
+            self._child(self.entailment_cost, (mode,)).inc(cost)
+        for direction, tokens in (("prompt", prompt), ("completion", completion)):
+            if tokens:
+                self._child(self.entailment_tokens, (mode, direction)).inc(tokens)
+
+    def dropped(self, reason: str, count: int = 1) -> None:
+        """Count samples the judge behind the response did not take (queue full, budget)."""
+        self._child(self.entailment_dropped, (reason,)).inc(count)
 
     def unreadable(self, topic: str, reason: str, count: int) -> None:
         """Count messages skipped because they could not be read from Kafka at all."""

@@ -43,6 +43,7 @@ class ExporterState:
     sweep_progress: float = 0.0
     last_sweep: SweepResult | None = None
     last_chunker_change: float = 0.0
+    entailment_queue_depth: int = 0  # samples waiting for the judge behind the response
 
     def set_lag(self, lags: Mapping[tuple[str, int], int]) -> None:
         """Merge fresh lag figures in (a new mapping, so a scrape never sees it half-built)."""
@@ -104,6 +105,11 @@ class StateCollector(Collector):
         for (topic, partition), messages in sorted(state.consumer_lag.items()):
             lag.add_metric([topic, str(partition)], messages)
         yield lag
+        yield _gauge(
+            "citation_entailment_queue_depth",
+            "Sampled citations waiting for the entailment judge behind the response.",
+            state.entailment_queue_depth,
+        )
         yield _gauge("citation_sweep_in_progress", "1 while a sweep runs.", state.sweep_running)
         yield _gauge(
             "citation_sweep_progress_ratio",
