@@ -334,6 +334,7 @@ class Settings(BaseSettings):
             self.limits,
             _classifier(self.coverage_classifier),
             self.coverage,
+            self.judge_sample_rate,
         )
 
     # what the TOML file says, read and parsed by load_settings (None: no file)

@@ -64,7 +64,7 @@ def _sampled(scenario: dict[str, Path], jobs: int, seed: int) -> list[tuple[str,
     run_sweep(
         store,
         str(scenario["citations"]),
-        Policy(judge_inputs=True),
+        Policy(judge_rate=1.0),
         summary,
         jobs=jobs,
         sample=sample,

@@ -52,8 +52,9 @@ class Policy:
     classifier: SentenceClassifier = field(default_factory=RuleClassifier)
     # judge coverage where answers carry their sentences (off: their sentences are ignored)
     coverage: bool = True
-    # keep what the entailment judge needs of each judgeable citation (a judging sweep)
-    judge_inputs: bool = False
+    # share of judgeable citations whose claim and evidence are kept for the entailment
+    # judge: judge_sample_rate behind the response, 1.0 in a sweep drawing its sample
+    judge_rate: float = 0.0
 
     def __post_init__(self) -> None:
         try:

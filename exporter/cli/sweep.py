@@ -420,7 +420,7 @@ def run(args: argparse.Namespace) -> int:
         limits=limits,
         classifier=classifier,
         coverage=not args.no_coverage,
-        judge_inputs=sampling,
+        judge_rate=1.0 if sampling else 0.0,
     )
     sample: StratifiedSample[Candidate] | None = (
         StratifiedSample(args.judge_sample, args.seed) if sampling else None

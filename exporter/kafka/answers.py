@@ -21,6 +21,7 @@ from typing import Any
 from aiokafka import ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 
+from exporter.judge.background import BackgroundJudge
 from exporter.kafka.clients import lags
 from exporter.kafka.fetching import Fetcher
 from exporter.kafka.protocols import Consumer
@@ -67,8 +68,10 @@ class AnswerChecker:
         pipeline: Pipeline,
         metrics: ExporterMetrics,
         publisher: Publisher,
+        judging: BackgroundJudge | None = None,
     ) -> None:
         self._consumer = consumer
+        self._judging = judging
         self._topic = topic
         self._pipeline = pipeline
         self._metrics = metrics
@@ -120,6 +123,8 @@ class AnswerChecker:
         # counted once delivered: a batch rewound after a failed delivery is counted when it
         # is checked again, not twice
         self._metrics.record(outcomes)
+        if self._judging is not None:  # behind the response: offered, never waited for
+            self._judging.offer(outcomes)
         self._rewind(batches, reached)
         self._uncommitted.update(reached)
         for tp, skipped_to in skipped.items():

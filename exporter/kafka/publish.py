@@ -23,10 +23,11 @@ from typing import Any
 from aiokafka.errors import MessageSizeTooLargeError, RecordTooLargeError
 
 from exporter.checks.coverage import CoverageVerdict
+from exporter.checks.entailment import EntailmentAction, Judgement
 from exporter.checks.verdict import Verdict
 from exporter.errors import InvalidJson, RecordError
 from exporter.kafka.protocols import Producer
-from exporter.outputs.verdicts import verdict_json, verdict_key
+from exporter.outputs.verdicts import entailment_json, verdict_json, verdict_key
 from exporter.pipeline.outcome import DeadLetter, Origin, Outcome
 from exporter.records import decode
 
@@ -130,6 +131,28 @@ class Publisher:
         """Send one verdict, keyed by its citation (a coverage verdict: by its answer)."""
         value = verdict_json(
             verdict,
+            mode=mode,
+            topic=origin.topic,
+            partition=origin.partition,
+            offset=origin.offset,
+        )
+        key = verdict_key(verdict)
+        sent: asyncio.Future[Any] = await self._producer.send(self._verdicts_topic, value, key=key)
+        return sent
+
+    async def entailment(
+        self,
+        verdict: Verdict,
+        judgement: Judgement,
+        action: EntailmentAction,
+        origin: Origin,
+        mode: str,
+    ) -> asyncio.Future[Any]:
+        """Send a judged citation (``"check": "entailment"``), keyed by its citation."""
+        value = entailment_json(
+            verdict,
+            judgement,
+            action,
             mode=mode,
             topic=origin.topic,
             partition=origin.partition,

@@ -22,8 +22,11 @@ from aiokafka.errors import KafkaError
 from prometheus_client import CollectorRegistry
 
 from exporter import __version__
+from exporter.checks.lexical import LexicalJudge
 from exporter.checks.store import ChunkStore
 from exporter.errors import RestartRequired
+from exporter.judge.background import BackgroundJudge, HourlyBudget
+from exporter.judge.openai import OpenAIJudge, OpenAIJudgeConfig
 from exporter.kafka.answers import AnswerChecker
 from exporter.kafka.chunks import ChunkFollower
 from exporter.kafka.clients import close, make_consumer, make_producer, topic_partitions
@@ -208,12 +211,16 @@ class Exporter:
             background.append(
                 asyncio.create_task(self._watch_connection(stop), name="connection watch")
             )
+            judging = self._background_judge(store, publisher)
+            if judging is not None:
+                background.append(asyncio.create_task(judging.run(stop), name="judge"))
             checker = AnswerChecker(
                 answer_consumer,
                 settings.answers_topic,
                 pipeline=pipeline,
                 metrics=self.metrics,
                 publisher=publisher,
+                judging=judging,
             )
             checker.subscribe()
             await self._check(checker, background, stop)
@@ -230,6 +237,42 @@ class Exporter:
                     await task
             for client in reversed(clients):
                 await close(client)
+
+    def _background_judge(self, store: ChunkStore, publisher: Publisher) -> BackgroundJudge | None:
+        """The judge behind the response, when a sample of live citations is to be judged."""
+        settings = self.settings
+        if not settings.judge_sample_rate:
+            return None
+        model = None
+        concurrency = 1
+        if settings.judge == "openai":
+            assert settings.judge_base_url is not None and settings.judge_model is not None
+            key = settings.judge_api_key
+            config = OpenAIJudgeConfig(
+                base_url=settings.judge_base_url,
+                model=settings.judge_model,
+                api_key=None if key is None else key.get_secret_value(),
+                timeout_seconds=settings.judge_timeout_seconds,
+                concurrency=settings.judge_concurrency,
+                price_input_per_1k=settings.judge_price_input_per_1k,
+                price_output_per_1k=settings.judge_price_output_per_1k,
+            )
+            concurrency = config.concurrency
+
+            def model() -> OpenAIJudge:
+                return OpenAIJudge(config)
+
+        return BackgroundJudge(
+            store=store,
+            lexical=LexicalJudge(),
+            model=model,
+            metrics=self.metrics,
+            publisher=publisher,
+            high_severity_topics=settings.high_severity_topics,
+            queue_size=settings.judge_queue_size,
+            concurrency=concurrency,
+            budget=HourlyBudget(settings.judge_budget_usd_per_hour),
+        )
 
     async def _watch_connection(self, stop: asyncio.Event) -> None:
         """Find out, while running, when the broker can no longer be used, and why.

@@ -28,6 +28,7 @@ from exporter.pipeline.outcome import (
     Origin,
     Outcome,
 )
+from exporter.pipeline.sampling import sample_key
 from exporter.records.decode import InvalidJson, decode_citations, decode_sentences, parse_json
 from exporter.records.limits import bounded, failure
 from exporter.records.schema import Citation, InvalidCitation
@@ -37,6 +38,7 @@ __all__ = ["check_message", "oversized", "unread", "unusable"]
 # A dead letter lists the errors of at most this many of its invalid citations (all are counted
 # in its headers); the error stays one short line however many there are.
 _ERRORS_LISTED = 3
+_KEYS = 1 << 64  # sample keys are 64-bit
 
 
 def oversized(origin: Origin, value: bytes, key: bytes | None, max_bytes: int) -> DeadLetter:
@@ -96,6 +98,12 @@ def _letter(
     return DeadLetter(
         origin, value, key, reason, bounded("; ".join(parts)), tuple(invalid), bad_sentences
     )
+
+
+def _sampled(rate: float, origin: Origin, index: int) -> bool:
+    """Whether the ``index``-th citation of a message is in the judge's sample: decided by a
+    hash of where it came from, so the same message is sampled alike wherever it is checked."""
+    return rate >= 1.0 or sample_key(origin.partition, origin.offset, index) < rate * _KEYS
 
 
 def _judge_input(citation: Citation, verdict: Verdict, parsed: object) -> JudgeInput | None:
@@ -183,6 +191,7 @@ def _check(  # noqa: PLR0917 - the private body of check_message, called once
     cited: set[int] = set()  # sentences named by a citation that could be decoded
     decoded = False  # some citation of the answer could be decoded: its header is good
     in_answer = type(parsed) is dict and "citations" in parsed
+    judge_rate = policy.judge_rate
     # the check time is a metric of inline checks only: a sweep does not read the clock
     clock = time.perf_counter if mode is Mode.INLINE else None
     for index, item in enumerate(decode_citations(parsed, policy.limits)):
@@ -198,7 +207,11 @@ def _check(  # noqa: PLR0917 - the private body of check_message, called once
                 checked.append(CheckedCitation(invalid_verdict(outcome), position))
             else:
                 seconds = clock() - started if clock is not None else 0.0
-                judge_input = _judge_input(item, outcome, parsed) if policy.judge_inputs else None
+                judge_input = (
+                    _judge_input(item, outcome, parsed)
+                    if judge_rate and _sampled(judge_rate, origin, index)
+                    else None
+                )
                 checked.append(CheckedCitation(outcome, position, seconds, judge_input))
         else:
             assert isinstance(item, InvalidCitation)
