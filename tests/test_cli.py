@@ -216,6 +216,7 @@ def test_simulate_writes_the_scenario_files(
         "citations.jsonl.gz",
         "expected-coverage.jsonl.gz",
         "expected.jsonl.gz",
+        "misclaims.jsonl.gz",
         "scenario.json",
     ]
     assert "wrote" in capsys.readouterr().out

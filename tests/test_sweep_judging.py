@@ -10,6 +10,8 @@ import pytest
 from judge_server import JudgeServer, Reply, completion
 
 from exporter.cli import main
+from exporter.simulate.files import write_scenario
+from exporter.simulate.scenario import ScenarioConfig, build_scenario
 
 NOW = "2026-11-30T00:00:00Z"
 
@@ -176,3 +178,24 @@ def test_the_openai_judge_needs_its_endpoint_before_the_sweep_runs(
     with pytest.raises(SystemExit, match="2"):
         main(["sweep", "--example", "--judge-sample", "5", "--judge", "openai"])
     assert "--judge openai needs --judge-base-url and --judge-model" in capsys.readouterr().err
+
+
+def test_the_lexical_judge_flags_exactly_the_simulated_misclaims(tmp_path: Path) -> None:
+    """The scenario misstates a number in 2% of cited claims: judging every judgeable citation,
+    the lexical judge flags those and nothing else."""
+    paths = write_scenario(build_scenario(ScenarioConfig(seed=8, answers=1500)), tmp_path)
+    out = tmp_path / "judged.jsonl"
+    code = main(
+        [
+            "sweep", "--chunks", str(paths["chunks"]), "--citations", str(paths["citations"]),
+            "--judge-sample", "1000000", "--judge-out", str(out), "--now", NOW, "--jobs", "2",
+        ]
+    )  # fmt: skip
+    assert code == 1
+    judged = {
+        line["citation_id"]: line["entailment"]["result"]
+        for line in map(json.loads, out.read_text().splitlines())
+    }
+    misclaims = {json.loads(line)["citation_id"] for line in paths["misclaims"].open()}
+    flagged = {citation for citation, result in judged.items() if result == "not_entailed"}
+    assert flagged == misclaims & set(judged) and len(flagged) > 20

@@ -22,7 +22,8 @@ files written: chunks.before.jsonl (the store the answers were written against),
 (that store followed by the changes, as a compacted topic replays it), citations.jsonl (answer
 events, with their sentences, and standalone citations mixed), expected.jsonl (the verdict each
 citation should get), expected-coverage.jsonl (which sentences of each answer event are claims,
-framing, uncited), scenario.json (parameters and counts).
+framing, uncited), misclaims.jsonl (the cited claims that misstate a number of their quote: not
+entailed), scenario.json (parameters and counts).
 """
 
 
@@ -93,6 +94,14 @@ def add_parser(commands: Any) -> None:
         "(default: %(default)s)",
     )
     simulate.add_argument(
+        "--misclaim-share",
+        type=ratio,
+        default=defaults.misclaim_share,
+        metavar="F",
+        help="share of cited claims that misstate a number of their quote, for the entailment "
+        "judges (default: %(default)s)",
+    )
+    simulate.add_argument(
         "--invalid-lines",
         type=int,
         default=0,
@@ -117,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
         context_share=args.context_share,
         uncited_share=args.uncited_share,
         framing_share=args.framing_share,
+        misclaim_share=args.misclaim_share,
         invalid_lines=args.invalid_lines,
     )
     try:

@@ -19,6 +19,7 @@ SCENARIO_FILES = {
     "citations": "citations.jsonl",
     "expected": "expected.jsonl",
     "expected_coverage": "expected-coverage.jsonl",
+    "misclaims": "misclaims.jsonl",
     "summary": "scenario.json",
 }
 
@@ -51,6 +52,7 @@ def write_scenario(
     _write_jsonl(paths["citations"], scenario.citation_lines)
     _write_jsonl(paths["expected"], scenario.expected)
     _write_jsonl(paths["expected_coverage"], scenario.expected_coverage)
+    _write_jsonl(paths["misclaims"], scenario.misclaims)
     paths["summary"].write_bytes(
         orjson.dumps(scenario.summary(), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
     )

@@ -20,6 +20,7 @@ The expected verdict of every citation is computed from the ground truth the gen
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -79,6 +80,8 @@ class ScenarioConfig:
     # answer events asserting one claim no citation supports (coverage's uncited claims)
     uncited_share: float = 0.1
     framing_share: float = 0.5
+    # cited claims whose first number the answer got wrong (for the entailment judges)
+    misclaim_share: float = 0.02
     invalid_lines: int = 0
     threshold: float = DEFAULT_THRESHOLD
 
@@ -99,8 +102,11 @@ class ScenarioConfig:
         shares = self.shares()
         if any(not 0.0 <= s <= 1.0 for s in shares.values()) or sum(shares.values()) > 1.0:
             raise ValueError("change shares must each be in [0, 1] and add up to at most 1")
-        if not 0.0 <= self.uncited_share <= 1.0 or not 0.0 <= self.framing_share <= 1.0:
-            raise ValueError("the uncited and framing shares must each be in [0, 1]")
+        if not all(
+            0.0 <= share <= 1.0
+            for share in (self.uncited_share, self.framing_share, self.misclaim_share)
+        ):
+            raise ValueError("the uncited, framing and misclaim shares must each be in [0, 1]")
         if self.answers < 1 or self.document_count < 1:
             raise ValueError("need at least one answer and one document")
         if not 0 < self.chunk_size < self.new_chunk_size:
@@ -134,6 +140,8 @@ class Scenario:
     expected: list[dict[str, Any]]
     doc_changes: dict[str, str] = field(default_factory=dict)
     expected_coverage: list[dict[str, Any]] = field(default_factory=list)
+    # the citations whose claim misstates a number of their quote: not entailed
+    misclaims: list[dict[str, Any]] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -385,6 +393,18 @@ def _answer_sentences(
     return [text for _, text in parts], supported, truth
 
 
+_NUMBER = re.compile(r"\d+")
+
+
+def _misstated(claim: str) -> str | None:
+    """The claim with its first number one higher (None when it states no number)."""
+    found = _NUMBER.search(claim)
+    if found is None:
+        return None
+    wrong = str(int(found.group()) + 1)
+    return claim[: found.start()] + wrong + claim[found.end() :]
+
+
 _BROKEN_LINES = (
     b'{"answer_id": "ans-broken", "citations": [{"citation_id": "cit-trunc',
     b'{"citation_id": "cit-bad-span", "answer_id": "a", "doc_id": "d", "doc_version": "v1", '
@@ -414,7 +434,9 @@ def build_scenario(config: ScenarioConfig) -> Scenario:
     lines: list[dict[str, Any] | bytes] = []
     expected: list[dict[str, Any]] = []
     coverage: list[dict[str, Any]] = []
+    misclaims: list[dict[str, Any]] = []
     wording = random.Random(f"{config.seed}/sentences")
+    misstating = random.Random(f"{config.seed}/misclaims")
     citation_number = 0
     for answer_number in range(1, config.answers + 1):
         answer_id = f"ans-{answer_number:06d}"
@@ -433,6 +455,11 @@ def build_scenario(config: ScenarioConfig) -> Scenario:
         sentences, supported, truth = _answer_sentences(wording, home, all_cited, config)
         for record, sentence_index in zip(citations, supported, strict=True):
             record["sentence_index"] = sentence_index
+            if misstating.random() < config.misclaim_share:
+                wrong = _misstated(sentences[sentence_index])
+                if wrong is not None:
+                    sentences[sentence_index] = wrong
+                    misclaims.append({"citation_id": record["citation_id"], "claim": wrong})
         emitted_at = (_EPOCH + timedelta(seconds=answer_number)).isoformat().replace("+00:00", "Z")
         if rng.random() < config.standalone_share:
             for record in citations:
@@ -453,4 +480,4 @@ def build_scenario(config: ScenarioConfig) -> Scenario:
     for number in range(config.invalid_lines):
         lines.insert(rng.randint(0, len(lines)), _BROKEN_LINES[number % len(_BROKEN_LINES)])
     changes = {doc.doc_id: doc.change for doc in docs}
-    return Scenario(config, chunks_before, updates, lines, expected, changes, coverage)
+    return Scenario(config, chunks_before, updates, lines, expected, changes, coverage, misclaims)
