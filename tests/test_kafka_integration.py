@@ -27,6 +27,7 @@ from kafka_support import (
 )
 
 from exporter.checks.engine import Policy
+from exporter.cli import main
 from exporter.file_sweep import load_store, run_sweep
 from exporter.outputs.report import SweepSummary
 from exporter.simulate.files import write_scenario
@@ -374,3 +375,59 @@ def test_produce_replays_a_scenario_and_drift_shows_after_the_reindex(
     assert total(samples, "citation_drift_failures_total", mode="inline") > 0
     statuses = Counter(e["status"] for e in expected)
     assert _sweep_gauges(samples)["drift_repaired"] == statuses["drift_repaired"]
+
+
+def _flagged_offline(scenario: dict[str, Path], tmp_path: Path) -> set[str]:
+    """The citations the lexical judge flags when the sweep judges every judgeable one."""
+    out = tmp_path / "judged.jsonl"
+    main(
+        [
+            "sweep", "--chunks", str(scenario["chunks"]), "--citations",
+            str(scenario["citations"]), "--judge-sample", "1000000", "--judge-out", str(out),
+            "--jobs", "1", "--format", "json",
+        ]
+    )  # fmt: skip
+    return {
+        line["citation_id"]
+        for line in map(orjson.loads, out.read_bytes().splitlines())
+        if line["entailment"]["result"] == "not_entailed"
+    }
+
+
+def test_a_sample_is_judged_behind_the_response_and_misstated_claims_are_published(
+    bootstrap: str, scenario: dict[str, Path], tmp_path: Path
+) -> None:
+    """With every citation sampled, the live exporter flags what the sweep's lexical judge
+    flags, publishes each once as an entailment verdict, and counts the judgements."""
+    flagged = _flagged_offline(scenario, tmp_path)
+    assert len(flagged) >= 5
+    topics = create_topics(bootstrap)
+    produce(bootstrap, topics.chunks, chunk_messages(scenario["chunks"]))
+    answers = produce(bootstrap, topics.answers, answer_messages(scenario["citations"]))
+    exporter = ExporterProcess(
+        bootstrap,
+        topics,
+        tmp_path / "exporter.log",
+        judge_sample_rate="1.0",
+        judge_queue_size="100000",  # every citation sampled: room for all of them
+    )
+    checks = "citation_entailment_checks_total"
+    try:
+        exporter.wait_ready()
+        exporter.wait_for("citation_exporter_events_total", answers, topic=topics.answers)
+        exporter.wait_for(checks, len(flagged), result="not_entailed", mode="inline")
+        time.sleep(1)  # anything still queued
+        samples = exporter.scrape()
+    finally:
+        assert exporter.stop() == 0
+    assert total(samples, checks, result="not_entailed", judge="lexical") == len(flagged)
+    assert total(samples, checks, judge="openai") == 0  # no model configured
+    assert total(samples, "citation_entailment_dropped_total") == 0
+    published = consume(bootstrap, topics.verdicts, 10_000, seconds=5)
+    judged = [r for r in published if orjson.loads(r.value).get("check") == "entailment"]
+    assert sorted(r.key.decode() for r in judged) == sorted(flagged)
+    for record in judged:
+        value = orjson.loads(record.value)
+        assert value["entailment"]["result"] == "not_entailed"
+        assert value["entailment"]["judge"] == "lexical"
+        assert value["mode"] == "inline" and value["topic"] == topics.answers
