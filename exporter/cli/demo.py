@@ -50,13 +50,21 @@ def add_parser(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from prometheus_client import disable_created_metrics  # noqa: PLC0415
 
+    from exporter.checks.lexical import LexicalJudge  # noqa: PLC0415
     from exporter.cli.offline import OfflineExporter  # noqa: PLC0415
     from exporter.pipeline.demo import run_demo  # noqa: PLC0415
+    from exporter.pipeline.outcome import Mode  # noqa: PLC0415
     from exporter.settings import SettingsError, load_settings  # noqa: PLC0415
 
     disable_created_metrics()  # type: ignore[no-untyped-call]
     try:
-        settings = load_settings(None, metrics_host="127.0.0.1", metrics_port=args.metrics_port)
+        # every judgeable citation is judged by the lexical judge (microseconds), to show flags
+        settings = load_settings(
+            None,
+            metrics_host="127.0.0.1",
+            metrics_port=args.metrics_port,
+            judge_sample_rate=1.0,
+        )
     except SettingsError as exc:
         raise UsageError(str(exc)) from None
     try:
@@ -75,6 +83,10 @@ def run(args: argparse.Namespace) -> int:
             answers_topic=settings.answers_topic,
             seconds_per_phase=args.seconds_per_phase,
             answers=args.answers,
+            judge=LexicalJudge(),
+            record_judged=lambda judged: exporter.metrics.judged(
+                Mode.INLINE, judged, [False] * len(judged)
+            ),
         )
         print(summary.render_text(None, title="demo, all phases"))
         print(

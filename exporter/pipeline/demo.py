@@ -21,6 +21,8 @@ import orjson
 
 from exporter import alerting
 from exporter.checks.coverage import CoverageStatus
+from exporter.checks.entailment import EntailmentResult, Judgement, SyncJudge
+from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status
 from exporter.outputs.report import SweepSummary, shift_clusters
 from exporter.pipeline.core import LocalRecord, Pipeline
@@ -90,14 +92,46 @@ def demo_phases(scenario: Scenario, chunks_topic: str, answers_topic: str) -> li
 class DemoView:
     """Sliding-window ratios and shift clusters, rendered as a few lines of text."""
 
-    def __init__(self, window_seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        window_seconds: float,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        judge: SyncJudge | None = None,
+        store: ChunkStore | None = None,
+    ) -> None:
         self._window = window_seconds
         self._clock = clock
         self._events: deque[tuple[float, Counter[str]]] = deque()
         self.summary = SweepSummary()
+        self._judge = judge
+        self._store = store
+        self.judged = 0
+        self.flagged = 0
+        self.judgements: list[Judgement] = []  # since the last take_judgements()
+
+    def _judge_sampled(self, outcome: Outcome) -> None:
+        """Judge the citations the pipeline sampled, with the lexical judge (microseconds)."""
+        if self._judge is None or self._store is None:
+            return
+        for checked in outcome.checked:
+            judge_input = checked.judge_input
+            chunk = None if judge_input is None else self._store.chunk(judge_input.chunk_id)
+            if judge_input is None or chunk is None:
+                continue
+            evidence = chunk.text[judge_input.start : judge_input.end]
+            judgement = self._judge.judge(judge_input.claim, evidence)
+            self.judgements.append(judgement)
+            self.judged += 1
+            self.flagged += judgement.result is EntailmentResult.NOT_ENTAILED
+
+    def take_judgements(self) -> list[Judgement]:
+        taken, self.judgements = self.judgements, []
+        return taken
 
     def add(self, outcome: Outcome) -> None:
         """Count one answer message: its citations' statuses, its claims and uncited claims."""
+        self._judge_sampled(outcome)
         counts = Counter(v.status.value for v in outcome.verdicts)
         coverage = outcome.coverage
         if coverage is not None and coverage.status is not CoverageStatus.INVALID:
@@ -152,6 +186,14 @@ class DemoView:
             f"  superseded  {superseded:7.2%}  ticket above {ticket_at:.0%}{ticket}",
             f"  uncited     {uncited:7.2%}  of {claims:,} claims in the window, ticket above "
             f"{uncited_at:.0%}{coverage_ticket}",
+            *(
+                [
+                    f"  entailment  {self.flagged:,} of {self.judged:,} judged claims not "
+                    "entailed by their quote (lexical judge: a prompt to look)"
+                ]
+                if self._judge is not None
+                else []
+            ),
             f"  shift clusters of repaired drift: {described}",
             f"  metrics: {url}",
         ]
@@ -185,6 +227,8 @@ def run_demo(
     seconds_per_phase: float = 10.0,
     answers: int = 3000,
     seed: int = 7,
+    judge: SyncJudge | None = None,
+    record_judged: Callable[[list[Judgement]], None] | None = None,
 ) -> SweepSummary:
     """Play the three phases; print the view every second; return the overall summary.
 
@@ -200,7 +244,16 @@ def run_demo(
         delete_share=0.0,
     )
     phases = demo_phases(build_scenario(config), chunks_topic, answers_topic)
-    view = DemoView(window_seconds=max(0.5, seconds_per_phase / 2))
+    view = DemoView(
+        window_seconds=max(0.5, seconds_per_phase / 2), judge=judge, store=pipeline.store
+    )
+
+    def record_all(outcomes: list[Outcome]) -> None:
+        record(outcomes)
+        judgements = view.take_judgements()
+        if record_judged is not None and judgements:
+            record_judged(judgements)
+
     interactive = out.isatty()
     for step, phase in enumerate(phases, start=1):
         record([pipeline.chunk(chunk) for chunk in phase.chunks])
@@ -213,10 +266,10 @@ def run_demo(
             view.summary.add_outcome(outcome, f"answer {answer.offset}")
             if time.monotonic() - last_shown >= 1.0:
                 last_shown = time.monotonic()
-                record(pending)
+                record_all(pending)
                 pending = []
                 _show(out, view.render(phase.title, step, len(phases), url), interactive)
-        record(pending)
+        record_all(pending)
         _show(out, view.render(phase.title, step, len(phases), url), interactive)
     view.summary.chunks_loaded = pipeline.store.chunk_count
     view.summary.documents_loaded = pipeline.store.document_count
