@@ -188,8 +188,8 @@ class DemoView:
             f"{uncited_at:.0%}{coverage_ticket}",
             *(
                 [
-                    f"  entailment  {self.flagged:,} of {self.judged:,} judged claims not "
-                    "entailed by their quote (lexical judge: a prompt to look)"
+                    f"  entailment  {self.flagged:,} of {self.judged:,} claims not entailed "
+                    "(lexical judge: a prompt to look)"
                 ]
                 if self._judge is not None
                 else []
