@@ -25,12 +25,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import orjson
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
+from judge_server import JudgeServer, Reply, completion  # noqa: E402
 from kafka_support import (  # noqa: E402
     ExporterProcess,
     answer_messages,
@@ -106,6 +108,21 @@ def main() -> None:
     parser.add_argument(
         "--profile", metavar="FILE", help="run the exporter under cProfile, stats written here"
     )
+    parser.add_argument(
+        "--judge-latency",
+        type=float,
+        metavar="SECONDS",
+        help="judge a sample behind the response with a model judge: a local "
+        "OpenAI-compatible server (tests/judge_server.py) answering after this many seconds; "
+        "the inline rate is then compared with the same run's rate without a judge",
+    )
+    parser.add_argument(
+        "--judge-sample-rate",
+        type=float,
+        default=0.01,
+        metavar="F",
+        help="with --judge-latency: share of citations sampled (default: %(default)s)",
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as workdir, kafka_broker() as bootstrap:
@@ -134,7 +151,18 @@ def main() -> None:
         produced = produce(bootstrap, topics.answers, messages)
 
         profile = Path(args.profile).resolve() if args.profile else None
-        profiled = {"profile": profile} if profile is not None else {}
+        profiled: dict[str, Any] = {"profile": profile} if profile is not None else {}
+        server = None
+        if args.judge_latency is not None:
+            server = JudgeServer(
+                Reply(body=completion("unknown"), delay=args.judge_latency)
+            ).start()
+            profiled |= {
+                "judge": "openai",
+                "judge_base_url": server.base_url,
+                "judge_model": "bench",
+                "judge_sample_rate": str(args.judge_sample_rate),
+            }
         exporter = ExporterProcess(bootstrap, topics, Path(workdir) / "exporter.log", **profiled)
         try:
             exporter.wait_ready(120)
@@ -145,6 +173,8 @@ def main() -> None:
             samples = exporter.scrape()
         finally:
             exporter.stop()
+            if server is not None:
+                server.stop()
 
     buckets = sorted(
         (float(dict(labels)["le"]), value)
@@ -173,6 +203,15 @@ def main() -> None:
         f"inline check latency per citation: p50 {_quantile(0.5, buckets) * 1e6:.0f} us, "
         f"p99 {_quantile(0.99, buckets) * 1e6:.0f} us (histogram estimate)"
     )
+    if args.judge_latency is not None:
+        judged = total(samples, "citation_entailment_checks_total", mode="inline")
+        dropped = total(samples, "citation_entailment_dropped_total")
+        print(
+            f"behind the response: {args.judge_sample_rate:.2%} sampled, a judge answering in "
+            f"{args.judge_latency:.3f} s: {judged:,.0f} judged and {dropped:,.0f} dropped by "
+            "the time the last citation was checked (compare the rate with a run without "
+            "--judge-latency)"
+        )
 
 
 if __name__ == "__main__":
