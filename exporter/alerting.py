@@ -50,6 +50,34 @@ UNCITED_CLAIMS_FOR = "1h"
 # at night a handful of answers (say 4 uncited of 20 claims) cannot open a ticket.
 MIN_CLAIMS_PER_SECOND = 0.05
 
+# Entailment (a judge decides whether a citation's evidence establishes its claim). A judge errs,
+# the model judge about 6 times in 10 on conditional language, so no alert reads a judge's
+# verdicts: the not-entailed ratio is on the board only. The two tickets below watch the judge
+# itself, never what it decided.
+#
+# Share of the model judge's inline calls (results entailed, not_entailed, unknown and error;
+# skipped samples called nothing) that came to `error` over MixinConfig.rate_window (15 minutes)
+# that opens a ticket. The judge retries within its deadline, so a healthy endpoint should leave
+# only the odd timeout or unusable reply, a few percent at most; an endpoint that is down, a
+# wrong model name or a rotated key make every call an error, and rate limits that outlast the
+# retries a large share. 20% is far above the first and far below the others.
+JUDGE_ERRORS_RATIO_TICKET = 0.20
+# An endpoint restart or a short burst of 429s passes within minutes; a quarter of an hour above
+# the line is a fault that stays, and a ticket loses nothing by waiting for it.
+JUDGE_ERRORS_FOR = "15m"
+# Traffic guard of the judge-errors ticket: below this many inline model-judge calls per second
+# (averaged over the window) the share is noise. 0.02/s is 18 calls in 15 minutes, so two errors
+# among a handful of calls at night cannot open a ticket. At the 1% sample rate it takes about
+# 2 inline checks a second to pass it (the lexical judge settles a few of the samples).
+MIN_JUDGE_CALLS_PER_SECOND = 0.02
+# The hourly budget (judge_budget_usd_per_hour) is spent once samples are dropped for reason
+# `budget`: from then to the end of the hour every sample is dropped, so judging has stopped.
+# The alert reads drops over MixinConfig.judge_drops_window (5 minutes: it clears within minutes
+# of the hour's reset, when judging resumes); holding this long means the drops went on for
+# 5 minutes or more, so a budget spent in the hour's last minutes (a handful of samples lost)
+# opens no ticket, one spent earlier does, each hour it happens.
+JUDGE_BUDGET_FOR = "10m"
+
 # Meta-monitoring.
 EXPORTER_DOWN_FOR = "5m"
 EXPORTER_ABSENT_FOR = "15m"

@@ -90,6 +90,12 @@ class MixinConfig:
     # Window of the coverage ratio (uncited claims per claim sentence) and its traffic guard:
     # coverage moves with model and prompt deploys, not minute by minute, so an hour.
     coverage_window: str = "1h"
+    # Window of the not-entailed ratio (board only, no alert: a judge errs): at the 1% inline
+    # sample an hour holds enough judged citations for a share to mean something.
+    entailment_window: str = "1h"
+    # Window in which samples dropped for the judge's budget count as dropping now: short, so
+    # CitationJudgeBudgetExhausted clears within minutes of the budget's hourly reset.
+    judge_drops_window: str = "5m"
     # How long each condition must hold before it alerts (thresholds: exporter/alerting.py).
     drift_for: str = alerting.DRIFT_FOR  # a deploy's first minutes are noisy; page on a trend
     superseded_for: str = alerting.SUPERSEDED_FOR  # a ticket only: short is fine
@@ -99,6 +105,8 @@ class MixinConfig:
     not_ready_for: str = alerting.NOT_READY_FOR  # loading a large chunk store takes minutes
     stalled_for: str = alerting.STALLED_FOR  # on top of the stall window itself
     coverage_for: str = alerting.UNCITED_CLAIMS_FOR  # a ticket: the change is live and stays
+    judge_errors_for: str = alerting.JUDGE_ERRORS_FOR  # a ticket: the fault outlasts a restart
+    judge_budget_for: str = alerting.JUDGE_BUDGET_FOR  # the budget ran out, not in the last minutes
 
     # --- the Grafana board -------------------------------------------------------------------
     dashboard_uid: str = "citation-drift"  # stable, so links and bookmarks survive re-imports
@@ -151,6 +159,8 @@ class MixinConfig:
             "rate_window",
             "stall_window",
             "coverage_window",
+            "entailment_window",
+            "judge_drops_window",
             "drift_for",
             "superseded_for",
             "invalid_events_for",
@@ -159,6 +169,8 @@ class MixinConfig:
             "not_ready_for",
             "stalled_for",
             "coverage_for",
+            "judge_errors_for",
+            "judge_budget_for",
         ):
             value = getattr(self, name)
             # the generated promtool tests step in whole minutes

@@ -122,6 +122,7 @@ class _Queries:
         self.drift = self._ratio(names.instance_drift, names.instance_checks)
         self.superseded = self._ratio(names.instance_superseded, names.instance_checks)
         self.uncited = self._ratio(names.instance_uncited, names.instance_claims)
+        self.not_entailed = self._ratio(names.instance_not_entailed, names.instance_judged)
 
     def _ratio(self, numerator: str, denominator: str) -> str:
         """Summed per job from the per-instance rules, so the instance filter applies."""
@@ -136,6 +137,7 @@ def _panels(config: MixinConfig) -> list[dict[str, Any]]:
     select, inline, window = q.select, q.inline, spoken(config.rate_window)
     page, baseline = c.DRIFT_RATIO_PAGE, c.DRIFT_RATIO_BASELINE
     ticket, coverage_window = c.UNCITED_CLAIMS_RATIO_TICKET, spoken(config.coverage_window)
+    entailment_window, errors_ticket = spoken(config.entailment_window), c.JUDGE_ERRORS_RATIO_TICKET
     return [
         _row("Drift since the deploy", 0),
         _panel(
@@ -352,7 +354,115 @@ def _panels(config: MixinConfig) -> list[dict[str, Any]]:
             defaults={"decimals": 0},
             options={"orientation": "horizontal", "reduceOptions": {"calcs": ["lastNotNull"]}},
         ),
-        _row("Where and the exporter's health", 47),
+        _row("Entailment", 47),
+        _panel(
+            "timeseries",
+            f"Not entailed per judged citation (inline, {entailment_window})",
+            "Share of the sampled live citations a judge found not entailed (the quote does not "
+            "establish its claim), of those it judged: entailed, not entailed or unknown, every "
+            "judge; errors and skipped samples judged nothing and are in neither side. A judge "
+            "errs (the model judge about 6 times in 10 on conditional language), so no alert "
+            "reads this: a rise is a prompt to look at the claims, never a verdict.",
+            [_target(q.not_entailed, f"not entailed {q.legend}")],
+            "percentunit",
+            (0, 48, 12, 8),
+            defaults={"min": 0},
+        ),
+        _panel(
+            "timeseries",
+            "Entailment results by judge (inline)",
+            "Sampled live citations judged per second, by the judge that decided (lexical "
+            "first, the model judge for what it cannot settle) and its result. The model "
+            "judge's error share opens a ticket (CitationJudgeErrorsHigh) above "
+            f"{errors_ticket:.0%} of its calls; skipped samples called nothing.",
+            [
+                _target(
+                    "sum by (judge, result) (rate(citation_entailment_checks_total"
+                    f"{{{inline}}}[$__rate_interval]))",
+                    "{{judge}} {{result}}",
+                )
+            ],
+            "cps",
+            (12, 48, 12, 8),
+            defaults={"custom": {"stacking": {"mode": "normal"}, "fillOpacity": 30}},
+        ),
+        _panel(
+            "timeseries",
+            "Model judge cost ($/h)",
+            "Dollars an hour the model judge's calls cost, from the tokens it reported and the "
+            "configured prices, inline (held under judge_budget_usd_per_hour) and by sweeps.",
+            [
+                _target(
+                    "sum by (mode) (rate(citation_entailment_cost_dollars_total"
+                    f"{{{select}}}[$__rate_interval])) * 3600",
+                    "{{mode}}",
+                )
+            ],
+            "currencyUSD",
+            (0, 56, 8, 7),
+            defaults={"min": 0},
+        ),
+        _panel(
+            "timeseries",
+            "Model judge tokens per second",
+            "Tokens the model judge reported, prompt and completion, inline and by sweeps.",
+            [
+                _target(
+                    "sum by (mode, direction) (rate(citation_entailment_tokens_total"
+                    f"{{{select}}}[$__rate_interval]))",
+                    "{{mode}} {{direction}}",
+                )
+            ],
+            "short",
+            (8, 56, 8, 7),
+            defaults={"min": 0},
+        ),
+        _panel(
+            "timeseries",
+            "Judge latency p50 and p99",
+            "Time to judge one citation by calling a judge, retries included, by judge: near "
+            "judge_timeout_seconds the calls are timing out.",
+            [
+                _target(
+                    f"histogram_quantile({quantile},\n"
+                    "  sum by (judge, le) (rate(citation_entailment_duration_seconds_bucket"
+                    f"{{{select}}}[$__rate_interval]))\n)",
+                    f"p{round(quantile * 100)} {{{{judge}}}}",
+                )
+                for quantile in (0.5, 0.99)
+            ],
+            "s",
+            (16, 56, 8, 7),
+        ),
+        _panel(
+            "timeseries",
+            "Judge queue depth",
+            "Sampled citations waiting for the judge behind the response. Full at "
+            "judge_queue_size, when samples are dropped (queue_full).",
+            [_target(f"sum(citation_entailment_queue_depth{{{select}}})", "waiting")],
+            "short",
+            (0, 63, 12, 6),
+            defaults={"min": 0},
+        ),
+        _panel(
+            "timeseries",
+            "Samples dropped by reason",
+            "Sampled citations not judged behind the response, per second: budget (the hourly "
+            "budget is spent; lasting drops open a ticket, CitationJudgeBudgetExhausted) or "
+            "queue_full (the judge is behind: on this board only; see the latency and the "
+            "queue).",
+            [
+                _target(
+                    "sum by (reason) (rate(citation_entailment_dropped_total"
+                    f"{{{select}}}[$__rate_interval]))",
+                    "{{reason}}",
+                )
+            ],
+            "cps",
+            (12, 63, 12, 6),
+            defaults={"min": 0},
+        ),
+        _row("Where and the exporter's health", 69),
         _panel(
             "bargauge",
             "Top sources by drift ratio",
@@ -369,7 +479,7 @@ def _panels(config: MixinConfig) -> list[dict[str, Any]]:
                 )
             ],
             "percentunit",
-            (0, 48, 8, 8),
+            (0, 70, 8, 8),
             options={"orientation": "horizontal", "reduceOptions": {"calcs": ["lastNotNull"]}},
             defaults={"thresholds": _thresholds((None, "green"), (page, "red"))},
         ),
@@ -384,7 +494,7 @@ def _panels(config: MixinConfig) -> list[dict[str, Any]]:
                 )
             ],
             "cps",
-            (8, 48, 8, 8),
+            (8, 70, 8, 8),
         ),
         _panel(
             "timeseries",
@@ -397,7 +507,7 @@ def _panels(config: MixinConfig) -> list[dict[str, Any]]:
                 )
             ],
             "short",
-            (16, 48, 8, 8),
+            (16, 70, 8, 8),
         ),
         _panel(
             "stat",
@@ -408,7 +518,7 @@ def _panels(config: MixinConfig) -> list[dict[str, Any]]:
                 _target(f"count(citation_exporter_ready{{{select}}})", "scraped"),
             ],
             "short",
-            (0, 56, 8, 5),
+            (0, 78, 8, 5),
         ),
         _panel(
             "timeseries",
@@ -422,7 +532,7 @@ def _panels(config: MixinConfig) -> list[dict[str, Any]]:
                 )
             ],
             "cps",
-            (8, 56, 8, 5),
+            (8, 78, 8, 5),
         ),
         _panel(
             "stat",
@@ -433,7 +543,7 @@ def _panels(config: MixinConfig) -> list[dict[str, Any]]:
                 _target(f"sum(citation_store_documents{{{select}}})", "documents"),
             ],
             "short",
-            (16, 56, 8, 5),
+            (16, 78, 8, 5),
         ),
     ]
 
@@ -497,8 +607,8 @@ def citation_drift_dashboard(config: MixinConfig = DEFAULT) -> dict[str, Any]:
         "uid": config.dashboard_uid,
         "title": config.dashboard_title,
         "description": "Drift and superseded citations, the shift distribution, the last sweep, "
-        "the claims no citation supports and the exporter's health: open it after every parser, "
-        "chunker, model or prompt deploy.",
+        "the claims no citation supports, the entailment judge and the exporter's health: open "
+        "it after every parser, chunker, model or prompt deploy.",
         "tags": ["citations", "rag", "citation-drift-exporter"],
         "timezone": "utc",
         "schemaVersion": 39,

@@ -9,6 +9,7 @@ the rules' text, so rules that lost a label from an aggregation fail here.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from exporter import alerting as c
@@ -66,6 +67,8 @@ class _Tests:
         self.window = _minutes(config.rate_window)
         self.stall = _minutes(config.stall_window)
         self.coverage_window = _minutes(config.coverage_window)
+        self.entailment_window = _minutes(config.entailment_window)
+        self.drops_window = _minutes(config.judge_drops_window)
 
     # --- expectations ---------------------------------------------------------------------
 
@@ -77,6 +80,7 @@ class _Tests:
 
         def render(text: str) -> str:
             text = text.replace("{{ $value | humanizePercentage }}", value)
+            text = text.replace("{{ $value | humanize }}", value)
             text = text.replace("{{ $value }}", value)
             return re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: labels.get(m.group(1), ""), text)
 
@@ -194,6 +198,61 @@ class _Tests:
                 {**sweep, "topic": "billing"},
                 f"0+{claims_per_minute * 5:g}x{minutes}",
             ),
+        ]
+
+    def judged(
+        self,
+        per_minute: Mapping[tuple[str, str], float],
+        minutes: int,
+        exporter: dict[str, str] | None = None,
+        mode: str = "inline",
+    ) -> list[dict[str, str]]:
+        """Entailment checks per minute by (judge, result); every other (judge, result) at 0,
+        as the exporter starts them."""
+        exporter = exporter or self.exporter
+        return [
+            _series(
+                "citation_entailment_checks_total",
+                {**exporter, "mode": mode, "judge": judge, "result": result},
+                f"0+{per_minute.get((judge, result), 0):g}x{minutes}",
+            )
+            for judge in ("lexical", "openai")
+            for result in ("entailed", "not_entailed", "unknown", "error", "skipped")
+        ]
+
+    def model_calls(
+        self,
+        calls_per_minute: float,
+        errors: float,
+        minutes: int,
+        exporter: dict[str, str] | None = None,
+    ) -> list[dict[str, str]]:
+        """Inline calls to the model judge, ``errors`` of them (a share) errors; beside them as
+        many skipped samples (called nothing) and twice as many lexical verdicts (no call), and
+        a sweep whose every call fails: none of which may move the share."""
+        rest = calls_per_minute * (1 - errors)
+        inline = {
+            ("openai", "error"): calls_per_minute * errors,
+            ("openai", "entailed"): rest / 2,
+            ("openai", "not_entailed"): rest / 4,
+            ("openai", "unknown"): rest / 4,
+            ("openai", "skipped"): calls_per_minute,
+            ("lexical", "entailed"): calls_per_minute,
+            ("lexical", "not_entailed"): calls_per_minute,
+        }
+        sweep = {("openai", "error"): calls_per_minute * 10}
+        return self.judged(inline, minutes, exporter) + self.judged(
+            sweep, minutes, exporter, mode="sweep"
+        )
+
+    def drops(self, reason: str, values: str, minutes: int) -> list[dict[str, str]]:
+        """Sampled citations dropped for ``reason`` (``values`` in promtool's notation); the
+        other reason at 0, as the exporter starts it."""
+        other = "queue_full" if reason == "budget" else "budget"
+        counter = "citation_entailment_dropped_total"
+        return [
+            _series(counter, {**self.exporter, "reason": reason}, values),
+            _series(counter, {**self.exporter, "reason": other}, f"0x{minutes}"),
         ]
 
     def growing_lag(self, consumed: str, minutes: int) -> list[dict[str, str]]:
@@ -464,6 +523,136 @@ class _Tests:
             ),
         ]
 
+    def entailment(self) -> list[dict[str, Any]]:
+        """The not-entailed ratio (recorded, read by no alert) and the judge's two tickets."""
+        names, window = self.names, self.entailment_window
+        horizon = window + 20
+        other = {"job": OTHER_JOB, "instance": "elsewhere:9877"}
+        judge_alerts = ("CitationJudgeErrorsHigh", "CitationJudgeBudgetExhausted")
+        # 40 judged a minute: 12 not entailed (8 by the lexical judge, 4 by the model), 20
+        # entailed, 8 unknown: 30%. Errors and skipped samples judged nothing; a sweep that
+        # finds nearly everything not entailed is not live traffic.
+        inline = {
+            ("lexical", "not_entailed"): 8,
+            ("openai", "not_entailed"): 4,
+            ("lexical", "entailed"): 5,
+            ("openai", "entailed"): 15,
+            ("lexical", "unknown"): 2,
+            ("openai", "unknown"): 6,
+            ("openai", "error"): 30,
+            ("openai", "skipped"): 30,
+        }
+        sweep = {("openai", "not_entailed"): 400, ("openai", "entailed"): 1}
+        return [
+            _case(
+                "30% of judged citations not entailed (across judges; errors, skipped samples "
+                "and sweeps left out) is recorded, and opens nothing",
+                self.judged(inline, horizon) + self.judged(sweep, horizon, mode="sweep"),
+                # the model judge's errors (30 of 55 calls) are CitationJudgeErrorsHigh's: only
+                # the budget ticket is asked to stay quiet here
+                [self.quiet(judge_alerts[1], horizon - 5)],
+                [
+                    self.ratio_sample(names.not_entailed_ratio, 5, 0.3),
+                    self.ratio_sample(names.not_entailed_ratio, horizon - 5, 0.3),
+                    # a whole window after the start: the rate is the traffic's
+                    self.ratio_sample(names.judged, horizon - 5, round(40 / 60, 4)),
+                ],
+            ),
+            _case(
+                "every judged citation not entailed opens nothing: no alert reads a verdict",
+                self.judged({("openai", "not_entailed"): 600}, horizon),
+                [self.quiet(alert, horizon - 5) for alert in judge_alerts],
+                [self.ratio_sample(names.not_entailed_ratio, horizon - 5, 1.0)],
+            ),
+            _case(
+                "entailment checks of another job are not ours",
+                self.judged(inline, horizon, exporter=other),
+                [self.quiet(judge_alerts[0], horizon - 5)],
+                [
+                    {"expr": record, "eval_time": _at(horizon - 5), "exp_samples": []}
+                    for record in (
+                        names.instance_judged,
+                        names.instance_not_entailed,
+                        names.not_entailed_ratio,
+                    )
+                ],
+            ),
+        ]
+
+    def judge_errors(self) -> list[dict[str, Any]]:
+        alert = "CitationJudgeErrorsHigh"
+        errors_for = _minutes(self.config.judge_errors_for)
+        horizon = errors_for + self.window + 20
+        line = c.JUDGE_ERRORS_RATIO_TICKET
+        above, below = round(line + 0.05, 4), round(line - 0.05, 4)
+        # calls at 20 times the traffic guard, and at half of it (a quiet night)
+        busy = c.MIN_JUDGE_CALLS_PER_SECOND * 60 * 20
+        night = c.MIN_JUDGE_CALLS_PER_SECOND * 60 / 2
+        # at 20 times the guard the rate passes it after a twentieth of the window
+        fires_at = errors_for + self.window // 20 + 3
+        other = {"job": OTHER_JOB, "instance": "elsewhere:9877"}
+        return [
+            _case(
+                f"{above:.0%} of the model judge's calls in error opens a ticket once it has "
+                f"lasted {self.config.judge_errors_for}, not before (skipped samples, lexical "
+                "verdicts and a failing sweep do not move the share)",
+                self.model_calls(busy, above, horizon),
+                self.quiet_then_fires(alert, errors_for, fires_at, self.job, f"{above * 100:g}%"),
+            ),
+            _case(
+                f"{below:.0%} of the model judge's calls in error opens no ticket",
+                self.model_calls(busy, below, horizon),
+                [self.quiet(alert, horizon - 5)],
+            ),
+            _case(
+                "half of a few calls in error at night, below the traffic guard, opens no ticket",
+                self.model_calls(night, 0.5, horizon),
+                [self.quiet(alert, horizon - 5)],
+            ),
+            _case(
+                "the model judge's errors of another job are not ours",
+                self.model_calls(busy, 1.0, horizon, exporter=other),
+                [self.quiet(alert, horizon - 5)],
+            ),
+        ]
+
+    def judge_budget(self) -> list[dict[str, Any]]:
+        alert = "CitationJudgeBudgetExhausted"
+        budget_for, drops = _minutes(self.config.judge_budget_for), self.drops_window
+        start = 10  # the budget is spent after minute `start`: 2 samples dropped a minute
+        stop = start + budget_for + drops + 10  # the hour is over: the budget is back
+        length = stop + drops + 10
+        dropping = f"0x{start} 2+2x{stop - start - 1} {2 * (stop - start)}x{length - stop}"
+        cases = [
+            _case(
+                "samples dropped for the budget open a ticket once the drops have lasted "
+                f"{self.config.judge_budget_for}, and it clears once the hour's budget is back",
+                self.drops("budget", dropping, length),
+                [
+                    # dropping from minute start + 1 on
+                    self.quiet(alert, start + budget_for),
+                    self.fires(alert, start + budget_for + 2, (self.job, f"{2 * drops}")),
+                    self.quiet(alert, stop + drops + 2),
+                ],
+            ),
+            _case(
+                "samples dropped because the queue is full are not the budget's",
+                self.drops("queue_full", f"0+5x{length}", length),
+                [self.quiet(alert, length - 5)],
+            ),
+        ]
+        if budget_for > drops + 2:
+            # drops over 2 minutes keep the condition for drops + 2 minutes, short of `for:`
+            brief = f"0x{start} 2 4x{length - start - 1}"
+            cases.append(
+                _case(
+                    "a budget spent in the hour's last 2 minutes opens no ticket",
+                    self.drops("budget", brief, length),
+                    [self.quiet(alert, at) for at in range(start + 1, start + drops + 6)],
+                )
+            )
+        return cases
+
 
 def rule_tests(config: MixinConfig = DEFAULT) -> dict[str, Any]:
     """The promtool test file, written to rules/tests/ beside the rules."""
@@ -483,5 +672,8 @@ def rule_tests(config: MixinConfig = DEFAULT) -> dict[str, Any]:
             *tests.messages(),
             *tests.reindex(),
             *tests.coverage(),
+            *tests.entailment(),
+            *tests.judge_errors(),
+            *tests.judge_budget(),
         ],
     }

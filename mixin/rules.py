@@ -14,7 +14,12 @@ from typing import Any
 from exporter import alerting as c
 from mixin.config import DEFAULT, MixinConfig, duration_seconds
 
-__all__ = ["Names", "rule_groups", "spoken"]
+__all__ = ["JUDGED_RESULTS", "MODEL_CALL_RESULTS", "Names", "rule_groups", "spoken"]
+
+# Results of a citation a judge read: the not-entailed ratio's denominator.
+JUDGED_RESULTS = "entailed|not_entailed|unknown"
+# Results of a call to the model judge (skipped samples called nothing): the error share's.
+MODEL_CALL_RESULTS = "entailed|not_entailed|unknown|error"
 
 
 def _percent(value: float) -> str:
@@ -50,6 +55,14 @@ class Names:
         self.claims = f"job:citation_answer_claim_sentences:{coverage}"
         self.uncited = f"job:citation_uncited_claims:{coverage}"
         self.uncited_ratio = f"job:citation_uncited_claims_per_claim:ratio_{coverage}"
+        entailment = f"rate{config.entailment_window}"
+        self.instance_judged = f"instance:citation_entailment_judged:{entailment}"
+        self.instance_not_entailed = f"instance:citation_entailment_not_entailed:{entailment}"
+        self.judged = f"job:citation_entailment_judged:{entailment}"
+        self.not_entailed = f"job:citation_entailment_not_entailed:{entailment}"
+        self.not_entailed_ratio = (
+            f"job:citation_entailment_not_entailed_per_judged:ratio_{entailment}"
+        )
 
 
 def _recording(config: MixinConfig) -> list[dict[str, Any]]:
@@ -102,6 +115,26 @@ def _recording(config: MixinConfig) -> list[dict[str, Any]]:
         per_job(n.claims, n.instance_claims),
         per_job(n.uncited, n.instance_uncited),
         ratio(n.uncited_ratio, n.uncited, n.claims),
+        # entailment, for the board only (no alert reads it: a judge errs): not_entailed per
+        # judged citation, across judges (each citation is counted once, by the judge that
+        # decided). Judged is entailed, not_entailed or unknown (the judge read it and could
+        # not tell); error and skipped judged nothing, so an endpoint outage does not dilute
+        # the ratio (CitationJudgeErrorsHigh watches that).
+        per_instance(
+            n.instance_judged,
+            "citation_entailment_checks_total",
+            f'mode="inline", result=~"{JUDGED_RESULTS}", {sel}',
+            config.entailment_window,
+        ),
+        per_instance(
+            n.instance_not_entailed,
+            "citation_entailment_checks_total",
+            f'mode="inline", result="not_entailed", {sel}',
+            config.entailment_window,
+        ),
+        per_job(n.judged, n.instance_judged),
+        per_job(n.not_entailed, n.instance_not_entailed),
+        ratio(n.not_entailed_ratio, n.not_entailed, n.judged),
     ]
 
 
@@ -131,6 +164,15 @@ def _alerts(config: MixinConfig) -> list[dict[str, Any]]:
     window, stall, coverage = config.rate_window, config.stall_window, config.coverage_window
     job, job_topic, instance_topic = config.by(), config.by("topic"), config.by("instance", "topic")
     guard = f"{n.checks}{{{sel}}} > {c.MIN_CHECKS_PER_SECOND}"
+    drops = config.judge_drops_window
+
+    def model_judge(result: str) -> str:
+        """Inline model-judge checks of ``result`` (a matcher), summed per job over the window."""
+        selector = f'mode="inline", judge="openai", {result}, {sel}'
+        return f"sum by {job} (rate(citation_entailment_checks_total{{{selector}}}[{window}]))"
+
+    calls = model_judge(f'result=~"{MODEL_CALL_RESULTS}"')  # skipped samples called nothing
+    errors = model_judge('result="error"')
     return [
         _alert(
             config,
@@ -264,6 +306,35 @@ def _alerts(config: MixinConfig) -> list[dict[str, Any]]:
             "stopped citing, a new sentence splitter or claim classifier, or one topic's "
             "retrieval returning nothing is the usual cause.",
             config.coverage_for,
+        ),
+        _alert(
+            config,
+            "CitationJudgeErrorsHigh",
+            f"{errors}\n/\n{calls}\n"
+            f"> {c.JUDGE_ERRORS_RATIO_TICKET}\nand on {job}\n"
+            f"{calls} > {c.MIN_JUDGE_CALLS_PER_SECOND}",
+            "warning",
+            "Many calls to the model judge end in an error.",
+            "{{ $value | humanizePercentage }} of the inline calls of {{ $labels.job }} to the "
+            f"model judge came to no usable answer over the last {spoken(window)} (ticket above "
+            f"{_percent(c.JUDGE_ERRORS_RATIO_TICKET)}), so those samples went unjudged. An "
+            "endpoint that is down, a wrong model name, a rotated key or rate limits are the "
+            "usual cause.",
+            config.judge_errors_for,
+        ),
+        _alert(
+            config,
+            "CitationJudgeBudgetExhausted",
+            f"sum by {job} (increase(citation_entailment_dropped_total"
+            f'{{reason="budget", {sel}}}[{drops}])) > 0',
+            "warning",
+            "The model judge's hourly budget is spent: sampled citations go unjudged.",
+            "{{ $labels.job }} dropped {{ $value | humanize }} sampled citations in the last "
+            f"{spoken(drops)} because the hourly budget of the model judge "
+            "(judge_budget_usd_per_hour) is spent: judging behind the response has stopped "
+            "until the hour is over. The budget is too small for the sample rate and the "
+            "traffic, or the price went up.",
+            config.judge_budget_for,
         ),
     ]
 

@@ -7,18 +7,21 @@ import json
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from kafka_support import free_port
 from monitoring_support import (
     ANOTHER_DEPLOYMENT,
+    MonitoringStack,
     grafana_substitute,
     render_mixin,
     series_selectors,
 )
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, start_http_server
 
 from exporter import alerting
 from exporter.outputs.metrics import ExporterMetrics, SourceLabels
@@ -66,6 +69,9 @@ _PROMQL_WORDS = {
     "outcome",
     "partition",
     "inf",
+    "judge",
+    "result",
+    "direction",
 }
 
 
@@ -211,6 +217,13 @@ def test_the_board_shows_what_on_call_needs() -> None:
         "invalid events",
         "uncited claims per claim sentence",
         "uncited claims by topic",
+        "not entailed per judged citation",
+        "entailment results by judge",
+        "model judge cost",
+        "model judge tokens",
+        "judge latency",
+        "judge queue depth",
+        "samples dropped by reason",
     ):
         assert wanted in titles, wanted
     heatmaps = [p for p in _panels() if p["type"] == "heatmap"]
@@ -235,6 +248,7 @@ def test_the_coverage_row_sits_between_the_sweep_and_the_exporters_health() -> N
         "Drift since the deploy",
         "Last sweep",
         "Coverage",
+        "Entailment",
         "Where and the exporter's health",
     ]
     ratio = next(p for p in _panels() if p["title"].startswith("Uncited claims per claim"))
@@ -251,6 +265,95 @@ def test_the_coverage_row_sits_between_the_sweep_and_the_exporters_health() -> N
     [target] = topics["targets"]
     assert target["expr"].startswith("topk(10,") and target["instant"]
     assert 'citation_uncited_claims_total{mode="inline", ' in target["expr"]
+
+
+def _row_panels(title: str) -> list[dict[str, Any]]:
+    """The panels below the row ``title``, up to the next row."""
+    panels, inside = [], False
+    for panel in BOARD["panels"]:
+        if panel["type"] == "row":
+            inside = panel["title"] == title
+        elif inside:
+            panels.append(panel)
+    return panels
+
+
+def test_the_entailment_row_shows_the_judge_and_no_threshold_on_its_verdicts() -> None:
+    panels = {p["title"]: p for p in _row_panels("Entailment")}
+    assert list(panels) == [
+        "Not entailed per judged citation (inline, 1 hour)",
+        "Entailment results by judge (inline)",
+        "Model judge cost ($/h)",
+        "Model judge tokens per second",
+        "Judge latency p50 and p99",
+        "Judge queue depth",
+        "Samples dropped by reason",
+    ]
+    ratio = panels["Not entailed per judged citation (inline, 1 hour)"]
+    [target] = ratio["targets"]
+    # the recorded ratio's parts, summed per job from the per-instance rules ($instance applies)
+    assert target["expr"] == (
+        "sum by (job) (instance:citation_entailment_not_entailed:rate1h"
+        '{job="citation-drift-exporter", instance=~"$instance"})\n/\n'
+        "sum by (job) (instance:citation_entailment_judged:rate1h"
+        '{job="citation-drift-exporter", instance=~"$instance"})'
+    )
+    # board only: no alert reads it, so no threshold line or colour step on it
+    assert "thresholds" not in ratio["fieldConfig"]["defaults"]
+    assert "a judge errs" in ratio["description"].lower()
+    results = panels["Entailment results by judge (inline)"]
+    assert results["targets"][0]["expr"].startswith(
+        'sum by (judge, result) (rate(citation_entailment_checks_total{mode="inline", '
+    )
+    assert results["fieldConfig"]["defaults"]["custom"]["stacking"]["mode"] == "normal"
+    cost = panels["Model judge cost ($/h)"]
+    assert cost["targets"][0]["expr"].endswith("[$__rate_interval])) * 3600")
+    assert cost["fieldConfig"]["defaults"]["unit"] == "currencyUSD"
+    latency = panels["Judge latency p50 and p99"]
+    assert [t["expr"].split(",")[0] for t in latency["targets"]] == [
+        "histogram_quantile(0.5",
+        "histogram_quantile(0.99",
+    ]
+    assert all("sum by (judge, le)" in t["expr"] for t in latency["targets"])
+    assert [t["legendFormat"] for t in latency["targets"]] == ["p50 {{judge}}", "p99 {{judge}}"]
+    drops = panels["Samples dropped by reason"]
+    assert "citation_entailment_dropped_total" in drops["targets"][0]["expr"]
+    assert "citation_entailment_queue_depth" in panels["Judge queue depth"]["targets"][0]["expr"]
+
+
+@pytest.mark.skipif(
+    shutil.which("prometheus") is None, reason="Prometheus and Alertmanager not installed"
+)
+def test_the_entailment_rows_queries_return_data_with_every_series_at_zero(
+    tmp_path: Path,
+) -> None:
+    """What the e2e test asks of every board query, for the Entailment row, without Kafka: a
+    real Prometheus with the shipped rules scrapes the exporter's metrics as they start (every
+    entailment series at 0, nothing judged yet). 0/0 and a quantile of empty buckets are NaN,
+    which is data; a query that filtered its result away or read a series the exporter does
+    not start would return nothing."""
+    registry = CollectorRegistry()
+    ExporterMetrics(registry, SourceLabels(), "0")
+    port = free_port()
+    server, _ = start_http_server(port, addr="127.0.0.1", registry=registry)
+    stack = MonitoringStack(tmp_path, port, DEFAULT.job)
+    try:
+        stack.wait_ready()
+        queries = [
+            (panel["title"], grafana_substitute(target["expr"], BOARD, range_="5m"))
+            for panel in _row_panels("Entailment")
+            for target in panel["targets"]
+        ]
+        empty = queries
+        deadline = time.monotonic() + 30
+        while empty and time.monotonic() < deadline:
+            time.sleep(1)  # rates and the recorded ratio need a second scrape and evaluation
+            empty = [(title, expr) for title, expr in empty if not stack.query(expr)]
+        assert not empty, f"queries without data: {empty}"
+    finally:
+        stack.stop()
+        server.shutdown()
+        server.server_close()
 
 
 def test_panels_tile_the_board_without_overlapping() -> None:

@@ -98,6 +98,11 @@ def test_recording_rules_are_named_level_metric_operations() -> None:
         "job:citation_answer_claim_sentences:rate1h",
         "job:citation_uncited_claims:rate1h",
         "job:citation_uncited_claims_per_claim:ratio_rate1h",
+        "instance:citation_entailment_judged:rate1h",
+        "instance:citation_entailment_not_entailed:rate1h",
+        "job:citation_entailment_judged:rate1h",
+        "job:citation_entailment_not_entailed:rate1h",
+        "job:citation_entailment_not_entailed_per_judged:ratio_rate1h",
     ]
     for rule in _rules():
         if "record" in rule:
@@ -132,6 +137,8 @@ def test_every_alert_has_severity_summary_description_and_a_runbook_in_the_readm
         "CitationUnreadableMessages",
         "CitationNoSweepSinceChunkerChange",
         "CitationUncitedClaimsHigh",
+        "CitationJudgeErrorsHigh",
+        "CitationJudgeBudgetExhausted",
     }
     for alert in alerts:
         labels, annotations = alert["labels"], alert["annotations"]
@@ -171,6 +178,56 @@ def test_the_coverage_ratio_sums_claims_and_uncited_claims_before_dividing() -> 
     assert f"> {alerting.MIN_CLAIMS_PER_SECOND}" in alert["expr"], "the traffic guard"
 
 
+def test_the_not_entailed_ratio_counts_judged_citations_and_no_alert_reads_it() -> None:
+    """Judged is entailed, not_entailed or unknown, across judges; error and skipped judged
+    nothing. A judge errs, so no alert reads a verdict: not the ratio, not not_entailed."""
+    rules = {r.get("record") or r["alert"]: r for r in _rules()}
+    judged = rules["instance:citation_entailment_judged:rate1h"]["expr"]
+    assert (
+        'citation_entailment_checks_total{mode="inline", result=~"entailed|not_entailed|unknown", '
+        in judged
+    )
+    assert "judge=" not in judged and "[1h]" in judged
+    not_entailed = rules["instance:citation_entailment_not_entailed:rate1h"]["expr"]
+    assert 'citation_entailment_checks_total{mode="inline", result="not_entailed", ' in not_entailed
+    assert "judge=" not in not_entailed, "across judges"
+    ratio = rules["job:citation_entailment_not_entailed_per_judged:ratio_rate1h"]["expr"]
+    assert ratio.split("\n/\n") == [
+        f'job:citation_entailment_not_entailed:rate1h{{job="{alerting.JOB}"}}',
+        f'job:citation_entailment_judged:rate1h{{job="{alerting.JOB}"}}',
+    ]
+    records = [r["record"] for r in _rules() if "citation_entailment" in r.get("record", "")]
+    assert len(records) == 5
+    for rule in _rules():
+        if "alert" in rule:
+            # not the recorded ratio nor its parts, nor a verdict by itself (the model judge's
+            # calls, whatever their result, are CitationJudgeErrorsHigh's denominator)
+            assert not [name for name in records if name in rule["expr"]], rule
+            assert 'result="not_entailed"' not in rule["expr"], rule
+            assert 'result=~"not_entailed' not in rule["expr"], rule
+
+
+def test_the_judges_alerts_are_tickets_on_the_judge_not_on_its_verdicts() -> None:
+    rules = {r["alert"]: r for r in _rules() if "alert" in r}
+    errors = rules["CitationJudgeErrorsHigh"]
+    assert errors["labels"] == {"severity": "warning"}, "a ticket, never a page"
+    assert errors["for"] == alerting.JUDGE_ERRORS_FOR == DEFAULT.judge_errors_for
+    numerator, denominator = errors["expr"].split("\n> ")[0].split("\n/\n")
+    assert 'mode="inline", judge="openai", result="error", ' in numerator
+    # a skipped sample called nothing: not in the calls
+    calls = 'mode="inline", judge="openai", result=~"entailed|not_entailed|unknown|error", '
+    assert calls in denominator and "[15m]" in denominator
+    assert f"> {alerting.JUDGE_ERRORS_RATIO_TICKET}\n" in errors["expr"]
+    assert errors["expr"].endswith(f"> {alerting.MIN_JUDGE_CALLS_PER_SECOND}"), "traffic guard"
+    budget = rules["CitationJudgeBudgetExhausted"]
+    assert budget["labels"] == {"severity": "warning"}
+    assert budget["for"] == alerting.JUDGE_BUDGET_FOR == DEFAULT.judge_budget_for
+    assert budget["expr"] == (
+        "sum by (job) (increase(citation_entailment_dropped_total"
+        f'{{reason="budget", job="{alerting.JOB}"}}[5m])) > 0'
+    )
+
+
 def test_a_toml_and_a_yaml_config_say_the_same(tmp_path: Path) -> None:
     toml = tmp_path / "c.toml"
     toml.write_text(ANOTHER_DEPLOYMENT)
@@ -207,6 +264,10 @@ def test_the_defaults_are_todays_behaviour() -> None:
         pytest.param('drift_for = "soon"', "drift_for", id="not-a-duration"),
         pytest.param('coverage_window = "90s"', "coverage_window", id="coverage-window"),
         pytest.param('coverage_for = "1d2"', "coverage_for", id="coverage-for"),
+        pytest.param('entailment_window = "30s"', "entailment_window", id="entailment-window"),
+        pytest.param('judge_drops_window = "5"', "judge_drops_window", id="judge-drops-window"),
+        pytest.param('judge_errors_for = "0m"', "judge_errors_for", id="judge-errors-for"),
+        pytest.param("judge_budget_for = 10", "judge_budget_for: expected a string", id="budget"),
         pytest.param('runbook_url = "https://x/{name}"', "runbook_url", id="bad-placeholder"),
         pytest.param("job = ", "mixin-config.toml", id="not-toml"),
     ],
@@ -280,6 +341,36 @@ def test_the_coverage_rule_tests_pass_for_any_window_and_for(
     }
     alert = next(r for r in rules if r.get("alert") == "CitationUncitedClaimsHigh")
     assert alert["for"] == for_
+    tested = _promtool("test", "rules", "citation-drift.test.yml", cwd=out / "rules" / "tests")
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+
+
+@needs_promtool
+@pytest.mark.parametrize(
+    "settings",
+    [
+        'entailment_window = "15m"\njudge_errors_for = "5m"\njudge_budget_for = "5m"\n',
+        'entailment_window = "2h"\nrate_window = "30m"\njudge_errors_for = "1h"\n',
+        'judge_drops_window = "10m"\njudge_budget_for = "30m"\n',
+        'judge_drops_window = "1m"\njudge_budget_for = "2m"\nrate_window = "5m"\n',
+    ],
+    ids=["short", "long", "wide-drops", "narrow-drops"],
+)
+def test_the_entailment_rule_tests_pass_for_any_window_and_for(
+    settings: str, tmp_path: Path
+) -> None:
+    out = render_mixin(tmp_path, settings)
+    config = load_config(tmp_path / "mixin-config.toml")
+    rules = _rules(out / "rules" / "citation-drift.rules.yml")
+    records = {r.get("record") for r in rules}
+    assert (
+        f"job:citation_entailment_not_entailed_per_judged:ratio_rate{config.entailment_window}"
+        in records
+    )
+    alerts = {r["alert"]: r for r in rules if "alert" in r}
+    assert alerts["CitationJudgeErrorsHigh"]["for"] == config.judge_errors_for
+    assert alerts["CitationJudgeBudgetExhausted"]["for"] == config.judge_budget_for
+    assert f"[{config.judge_drops_window}]" in alerts["CitationJudgeBudgetExhausted"]["expr"]
     tested = _promtool("test", "rules", "citation-drift.test.yml", cwd=out / "rules" / "tests")
     assert tested.returncode == 0, tested.stdout + tested.stderr
 
