@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from labelled_sets import precision_recall
 
 from exporter.checks import claims
 from exporter.checks.claims import (
@@ -127,19 +128,12 @@ def test_curly_quotes_and_markdown_fold() -> None:
 
 def _scores(split: str) -> tuple[float, float, int]:
     """Precision and recall of the claim class on one split, and the split's size."""
-    tp = fp = fn = total = 0
-    with DATA.open(encoding="utf-8") as lines:
-        for line in lines:
-            row = json.loads(line)
-            if row["split"] != split:
-                continue
-            total += 1
-            predicted = classifier.classify(row["text"]) is CLAIM
-            actual = row["label"] == "claim"
-            tp += predicted and actual
-            fp += predicted and not actual
-            fn += actual and not predicted
-    return tp / (tp + fp), tp / (tp + fn), total
+    return precision_recall(
+        DATA,
+        split,
+        lambda row: classifier.classify(row["text"]) is CLAIM,
+        lambda row: row["label"] == "claim",
+    )
 
 
 # Measured once with bench/claims_bench.py: tune 1.000 precision and 1.000 recall (the rules were

@@ -16,6 +16,7 @@ from random import Random
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from labelled_sets import precision_recall
 
 from exporter.checks.entailment import EntailmentResult, SyncJudge
 from exporter.checks.lexical import (
@@ -240,19 +241,12 @@ def test_a_failure_inside_is_unknown_not_an_exception(monkeypatch: pytest.Monkey
 
 def _scores(split: str) -> tuple[float, float, int]:
     """Precision and recall of ``not_entailed`` on one split, and the split's size."""
-    tp = fp = fn = total = 0
-    with DATA.open(encoding="utf-8") as lines:
-        for line in lines:
-            row = json.loads(line)
-            if row["split"] != split:
-                continue
-            total += 1
-            predicted = judge.judge(row["claim"], row["evidence"]).result is NOT_ENTAILED
-            actual = row["label"] == "not_entailed"
-            tp += predicted and actual
-            fp += predicted and not actual
-            fn += actual and not predicted
-    return tp / (tp + fp), tp / (tp + fn), total
+    return precision_recall(
+        DATA,
+        split,
+        lambda row: judge.judge(row["claim"], row["evidence"]).result is NOT_ENTAILED,
+        lambda row: row["label"] == "not_entailed",
+    )
 
 
 # Measured with bench/lexical_bench.py: tune precision 1.000 and recall 0.718 (the rules were

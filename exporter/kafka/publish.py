@@ -106,6 +106,16 @@ def _headers(letter: DeadLetter, connector: str, task: str) -> list[tuple[str, b
     return headers + _connect_headers(letter, connector, task)
 
 
+def _where(origin: Origin, mode: str) -> dict[str, Any]:
+    """The provenance a published verdict carries: its mode and the message it came from."""
+    return {
+        "mode": mode,
+        "topic": origin.topic,
+        "partition": origin.partition,
+        "offset": origin.offset,
+    }
+
+
 class Publisher:
     """Sends outputs; ``await delivered(sent)`` raises if any of them failed."""
 
@@ -129,16 +139,7 @@ class Publisher:
         self, verdict: Verdict | CoverageVerdict, origin: Origin, mode: str
     ) -> asyncio.Future[Any]:
         """Send one verdict, keyed by its citation (a coverage verdict: by its answer)."""
-        value = verdict_json(
-            verdict,
-            mode=mode,
-            topic=origin.topic,
-            partition=origin.partition,
-            offset=origin.offset,
-        )
-        key = verdict_key(verdict)
-        sent: asyncio.Future[Any] = await self._producer.send(self._verdicts_topic, value, key=key)
-        return sent
+        return await self._send(verdict_json(verdict, **_where(origin, mode)), verdict_key(verdict))
 
     async def entailment(
         self,
@@ -149,16 +150,10 @@ class Publisher:
         mode: str,
     ) -> asyncio.Future[Any]:
         """Send a judged citation (``"check": "entailment"``), keyed by its citation."""
-        value = entailment_json(
-            verdict,
-            judgement,
-            action,
-            mode=mode,
-            topic=origin.topic,
-            partition=origin.partition,
-            offset=origin.offset,
-        )
-        key = verdict_key(verdict)
+        value = entailment_json(verdict, judgement, action, **_where(origin, mode))
+        return await self._send(value, verdict_key(verdict))
+
+    async def _send(self, value: bytes, key: bytes) -> asyncio.Future[Any]:
         sent: asyncio.Future[Any] = await self._producer.send(self._verdicts_topic, value, key=key)
         return sent
 
