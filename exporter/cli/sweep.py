@@ -226,7 +226,7 @@ def _add_judge_options(sweep: Any) -> None:
         default=0,
         metavar="N",
         help="citations to judge, drawn from strata of answer age and near-miss family, e.g. "
-        "2000; drawing the sample costs the sweep about 6 us a judgeable citation, so it is "
+        "2000; drawing the sample costs the sweep about 8 us a judgeable citation, so it is "
         "off by default (0)",
     )
     judging.add_argument(
