@@ -147,6 +147,21 @@ def _assert_coverage_published(
         assert got["mode"] == "inline" and got["source_topic"] == source
 
 
+def _once_lag_is_reported(exporter: ExporterProcess, topic: str) -> dict[Any, float]:
+    """A scrape taken once the answer consumer has reported its lag: a poll counts its checks
+    first, then commits, then reports the lag, so a scrape in between has counts and no lag."""
+    deadline = time.monotonic() + 15
+    while True:
+        samples = exporter.scrape()
+        reported = any(
+            name == "citation_exporter_consumer_lag_messages" and dict(labels)["topic"] == topic
+            for name, labels in samples
+        )
+        if reported or time.monotonic() > deadline:
+            return samples
+        time.sleep(0.25)
+
+
 def test_scenario_through_kafka_gives_exact_counters_and_verdicts(
     bootstrap: str, scenario: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -161,7 +176,7 @@ def test_scenario_through_kafka_gives_exact_counters_and_verdicts(
         exporter.wait_ready()
         exporter.wait_for("citation_exporter_events_total", answers, topic=topics.answers)
         exporter.wait_for("citation_checks_total", len(expected), mode="inline")
-        samples = exporter.scrape()
+        samples = _once_lag_is_reported(exporter, topics.answers)
     finally:
         assert exporter.stop() == 0
 
