@@ -42,7 +42,7 @@ from exporter.records.decode import RecordError, decode_chunk, parse_json
 from exporter.records.jsonl import InputError, OutputError, Oversized, open_input, read_lines
 from exporter.records.limits import DEFAULT_LIMITS, Limits, failure
 
-__all__ = ["load_store", "run_sweep"]
+__all__ = ["CoverageOutputError", "load_store", "run_sweep"]
 
 # Lines per batch: large enough to amortise inter-process transfer, small enough for progress.
 _BATCH_LINES = 2048
@@ -235,11 +235,16 @@ def _in_process(
         yield _check_batch(batch, thresholds())
 
 
-def _write(out: IO[bytes], lines: bytes, what: str) -> None:
+class CoverageOutputError(OutputError):
+    """The coverage verdicts could not be written (apart from the verdicts: each has its own
+    option to name)."""
+
+
+def _write(out: IO[bytes], lines: bytes, what: str, error: type[OutputError] = OutputError) -> None:
     try:
         out.write(lines)
     except OSError as exc:
-        raise OutputError(f"cannot write the {what}: {exc.strerror or exc}") from None
+        raise error(f"cannot write the {what}: {exc.strerror or exc}") from None
 
 
 def run_sweep(
@@ -291,7 +296,7 @@ def run_sweep(
                 if out is not None:
                     _write(out, checked.verdicts, "verdicts")
                 if coverage_out is not None:
-                    _write(coverage_out, checked.coverage, "coverage verdicts")
+                    _write(coverage_out, checked.coverage, "coverage verdicts", CoverageOutputError)
                 summary.merge(checked.summary)
                 if sample is not None:
                     for stratum, count in checked.counts.items():

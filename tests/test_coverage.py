@@ -768,3 +768,15 @@ def test_an_answer_event_without_its_citations_key_is_named_as_such() -> None:
         {"answer_id": "a1", "sentences": ["Seats are unlimited."], "citations": []}
     )
     assert cites_nothing.coverage is not None and cites_nothing.coverage.uncited == [0]
+
+
+@pytest.mark.parametrize("full", ["--out", "--coverage-out"])
+def test_an_output_that_cannot_be_written_is_named_by_its_option(
+    full: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """/dev/full refuses every write: the error names the option that pointed there."""
+    other = "--coverage-out" if full == "--out" else "--out"
+    with pytest.raises(SystemExit, match="2"):
+        main(["sweep", "--example", "--jobs", "1", full, "/dev/full", other, str(tmp_path / "o")])
+    error = capsys.readouterr().err
+    assert f"{full} /dev/full: cannot write" in error

@@ -36,7 +36,7 @@ from exporter.cli.common import (
 )
 from exporter.defaults import DEFAULT_HIGH_SEVERITY_TOPICS, DEFAULT_THRESHOLD
 from exporter.errors import SettingsError
-from exporter.file_sweep import load_store, run_sweep
+from exporter.file_sweep import CoverageOutputError, load_store, run_sweep
 from exporter.judging import Candidate, judge_sample
 from exporter.memory import freeze_long_lived
 from exporter.outputs.entailment_report import EntailmentSummary
@@ -364,6 +364,24 @@ def _judge(
         raise UsageError(f"--judge-out {where}: {exc}") from None
 
 
+@contextmanager
+def _coverage_output(path: str, inputs: tuple[str, str]) -> Iterator[IO[bytes]]:
+    """``open_output`` for --coverage-out, whose errors (opening, writing, renaming into
+    place) say that it was --coverage-out that failed."""
+    body_failed = False  # an error of the sweep's body passes through as it is
+    try:
+        with open_output(path, inputs) as out:
+            try:
+                yield out
+            except BaseException:
+                body_failed = True
+                raise
+    except OutputError as exc:
+        if body_failed or isinstance(exc, CoverageOutputError):
+            raise
+        raise CoverageOutputError(str(exc)) from None
+
+
 def _refuse_overwriting(args: argparse.Namespace, chunks: str, citations: str) -> None:
     """Outputs must not be inputs, nor each other, nor share standard output."""
     if args.out == "-" and args.coverage_out == "-":
@@ -440,7 +458,9 @@ def run(args: argparse.Namespace) -> int:
             inputs = (chunks, citations)
             output = open_output(args.out, inputs) if args.out else nullcontext(None)
             coverage_output = (
-                open_output(args.coverage_out, inputs) if args.coverage_out else nullcontext(None)
+                _coverage_output(args.coverage_out, inputs)
+                if args.coverage_out
+                else nullcontext(None)
             )
             with (
                 output as out,
@@ -468,7 +488,7 @@ def run(args: argparse.Namespace) -> int:
         except OutputError as exc:
             option, path = (
                 ("--coverage-out", args.coverage_out)
-                if "coverage" in str(exc)
+                if isinstance(exc, CoverageOutputError)
                 else ("--out", args.out)
             )
             where = "standard output" if path == "-" else path

@@ -231,6 +231,8 @@ def _replacing(path: str) -> Iterator[IO[bytes]]:
             with handle:
                 yield handle
         except OSError as exc:  # what the file system said when the last bytes went out
+            if isinstance(exc, InputError | OutputError):  # the caller's own, already named
+                raise
             raise OutputError(f"cannot write the file: {exc.strerror or exc}") from None
         try:
             mode = stat.S_IMODE(os.stat(path).st_mode)
