@@ -21,6 +21,7 @@ from exporter.checks.entailment import (
     Judgement,
     SyncJudge,
     entailment_action,
+    settled,
 )
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Verdict
@@ -29,9 +30,6 @@ from exporter.pipeline.outcome import JudgeInput
 from exporter.pipeline.sampling import Stratum
 
 __all__ = ["Candidate", "Judged", "judge_sample"]
-
-# Results the lexical judge settles for good: the model judge is not asked about them.
-_SETTLED = frozenset({EntailmentResult.NOT_ENTAILED, EntailmentResult.ENTAILED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,11 +47,6 @@ class Judged:
     candidate: Candidate
     judgement: Judgement
     action: EntailmentAction
-
-
-def _evidence(store: ChunkStore, judge_input: JudgeInput) -> str | None:
-    chunk = store.chunk(judge_input.chunk_id)
-    return None if chunk is None else chunk.text[judge_input.start : judge_input.end]
 
 
 def judge_sample(
@@ -75,13 +68,13 @@ def judge_sample(
     started = time.perf_counter()
     decided: list[tuple[Stratum, Candidate, Judgement | None, str | None]] = []
     for stratum, candidate in chosen:
-        evidence = _evidence(store, candidate.judge_input)
+        evidence = candidate.judge_input.evidence(store)
         if evidence is None:  # the store lost the chunk since the check: nothing to read
             gone = Judgement(EntailmentResult.SKIPPED, lexical.name, "evidence gone")
             decided.append((stratum, candidate, gone, None))
             continue
         first = lexical.judge(candidate.judge_input.claim, evidence)
-        if first.result in _SETTLED or model is None:
+        if settled(first) or model is None:
             decided.append((stratum, candidate, first, None))
         else:
             decided.append((stratum, candidate, None, evidence))

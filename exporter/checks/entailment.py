@@ -21,6 +21,7 @@ __all__ = [
     "Judgement",
     "SyncJudge",
     "entailment_action",
+    "settled",
 ]
 
 
@@ -73,6 +74,15 @@ class AsyncJudge(Protocol):
     name: str
 
     async def judge(self, claim: str, evidence: str) -> Judgement: ...
+
+
+def settled(judgement: Judgement) -> bool:
+    """Whether a judgement stands, so the model judge is not asked: the lexical judge's
+    entailed and not_entailed are final; its unknown is the model's to decide."""
+    return judgement.result in _SETTLED
+
+
+_SETTLED = frozenset({EntailmentResult.NOT_ENTAILED, EntailmentResult.ENTAILED})
 
 
 def entailment_action(

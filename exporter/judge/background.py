@@ -31,6 +31,7 @@ from exporter.checks.entailment import (
     Judgement,
     SyncJudge,
     entailment_action,
+    settled,
 )
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Verdict
@@ -40,9 +41,6 @@ from exporter.pipeline.outcome import JudgeInput, Mode, Origin, Outcome
 __all__ = ["BackgroundJudge", "EntailmentPublisher", "HourlyBudget"]
 
 log = logging.getLogger(__name__)
-
-# Results the lexical judge settles for good: the model judge is not asked about them.
-_SETTLED = frozenset({EntailmentResult.NOT_ENTAILED, EntailmentResult.ENTAILED})
 
 
 class EntailmentPublisher(Protocol):
@@ -129,10 +127,9 @@ class BackgroundJudge:
                 if self._model is not None and self._budget.exhausted:
                     self._metrics.dropped("budget")
                     continue
-                chunk = self._store.chunk(judge_input.chunk_id)
-                if chunk is None:
+                evidence = judge_input.evidence(self._store)
+                if evidence is None:
                     continue  # gone since the check: nothing to read
-                evidence = chunk.text[judge_input.start : judge_input.end]
                 try:
                     self._queue.put_nowait(
                         _Sample(checked.verdict, judge_input, evidence, outcome.origin)
@@ -173,7 +170,7 @@ class BackgroundJudge:
         claim = sample.judge_input.claim
         judgement = self._lexical.judge(claim, sample.evidence)
         called = False
-        if judgement.result not in _SETTLED and model is not None:
+        if not settled(judgement) and model is not None:
             if self._budget.exhausted:
                 self._metrics.dropped("budget")
                 return

@@ -116,10 +116,9 @@ class DemoView:
             return
         for checked in outcome.checked:
             judge_input = checked.judge_input
-            chunk = None if judge_input is None else self._store.chunk(judge_input.chunk_id)
-            if judge_input is None or chunk is None:
+            evidence = None if judge_input is None else judge_input.evidence(self._store)
+            if judge_input is None or evidence is None:
                 continue
-            evidence = chunk.text[judge_input.start : judge_input.end]
             judgement = self._judge.judge(judge_input.claim, evidence)
             self.judgements.append(judgement)
             self.judged += 1

@@ -10,6 +10,7 @@ dropped, and nothing a message holds can stop the process (a check that raises i
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from exporter.checks.coverage import (
     CoverageStatus,
@@ -112,7 +113,21 @@ def _sampled(rate: float, origin: Origin, index: int) -> bool:
     return mixed < rate * _KEYS
 
 
-def _judge_input(citation: Citation, verdict: Verdict, parsed: object) -> JudgeInput | None:
+def _answer_fields(parsed: object) -> tuple[list[Any] | None, str | None]:
+    """An answer event's sentences and emitted_at, which its citations' claims and ages come
+    from (read once per message)."""
+    if type(parsed) is not dict:
+        return None, None
+    sentences, emitted_at = parsed.get("sentences"), parsed.get("emitted_at")
+    return (
+        sentences if type(sentences) is list else None,
+        emitted_at if type(emitted_at) is str else None,
+    )
+
+
+def _judge_input(
+    citation: Citation, verdict: Verdict, answer: tuple[list[Any] | None, str | None]
+) -> JudgeInput | None:
     """The claim and the live evidence of a citation the judge may be asked about: one whose
     span holds its quote, or was repaired to one that does, and that names its claim (its own
     ``claim``, or its answer's sentence). Superseded, missing and unrepaired ones are not."""
@@ -123,15 +138,13 @@ def _judge_input(citation: Citation, verdict: Verdict, parsed: object) -> JudgeI
         chunk_id, start, end = repair.chunk_id, repair.start, repair.end
     else:
         return None
-    claim, emitted_at = citation.claim, citation.emitted_at
-    if emitted_at is None and type(parsed) is dict:  # an answer event's, inherited
-        answered = parsed.get("emitted_at")
-        emitted_at = answered if type(answered) is str else None
-    if claim is None and citation.sentence_index is not None and type(parsed) is dict:
-        sentences = parsed.get("sentences")
-        if type(sentences) is list and citation.sentence_index < len(sentences):
-            sentence = sentences[citation.sentence_index]
-            claim = sentence if type(sentence) is str else None
+    sentences, answered_at = answer
+    claim = citation.claim
+    emitted_at = citation.emitted_at if citation.emitted_at is not None else answered_at
+    index = citation.sentence_index
+    if claim is None and index is not None and sentences is not None and index < len(sentences):
+        sentence = sentences[index]
+        claim = sentence if type(sentence) is str else None
     if claim is None or not claim.strip():
         return None
     return JudgeInput(claim, chunk_id, start, end, emitted_at, citation.topic, len(citation.quote))
@@ -198,6 +211,7 @@ def _check(  # noqa: PLR0917 - the private body of check_message, called once
     decoded = False  # some citation of the answer could be decoded: its header is good
     in_answer = type(parsed) is dict and "citations" in parsed
     judge_rate = policy.judge_rate
+    answer = _answer_fields(parsed) if judge_rate else (None, None)
     # the check time is a metric of inline checks only: a sweep does not read the clock
     clock = time.perf_counter if mode is Mode.INLINE else None
     for index, item in enumerate(decode_citations(parsed, policy.limits)):
@@ -214,7 +228,7 @@ def _check(  # noqa: PLR0917 - the private body of check_message, called once
             else:
                 seconds = clock() - started if clock is not None else 0.0
                 judge_input = (
-                    _judge_input(item, outcome, parsed)
+                    _judge_input(item, outcome, answer)
                     if judge_rate and _sampled(judge_rate, origin, index)
                     else None
                 )

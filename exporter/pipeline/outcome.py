@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from exporter.checks.coverage import CoverageVerdict
+from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status, Verdict
 from exporter.records.schema import InvalidCitation
 
@@ -82,6 +83,11 @@ class JudgeInput:
     emitted_at: str | None
     topic: str | None
     quote_chars: int
+
+    def evidence(self, store: ChunkStore) -> str | None:
+        """The live text at the span, read from ``store`` (None: the chunk is gone since)."""
+        chunk = store.chunk(self.chunk_id)
+        return None if chunk is None else chunk.text[self.start : self.end]
 
 
 @dataclass(slots=True)
