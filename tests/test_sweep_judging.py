@@ -199,3 +199,24 @@ def test_the_lexical_judge_flags_exactly_the_simulated_misclaims(tmp_path: Path)
     misclaims = {json.loads(line)["citation_id"] for line in paths["misclaims"].open()}
     flagged = {citation for citation, result in judged.items() if result == "not_entailed"}
     assert flagged == misclaims & set(judged) and len(flagged) > 20
+
+
+@pytest.mark.parametrize("budget", ["-1", "nan", "inf", "ten"])
+def test_a_budget_must_be_dollars(budget: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit, match="2"):
+        main(["sweep", "--example", "--judge-sample", "5", "--judge-budget-usd", budget])
+    assert "must be an amount of dollars" in capsys.readouterr().err
+
+
+def test_the_judged_sample_may_not_overwrite_another_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    same = str(tmp_path / "same.jsonl")
+    with pytest.raises(SystemExit, match="2"):
+        main(["sweep", "--example", "--judge-sample", "5", "--out", same, "--judge-out", same])
+    assert "--out and --judge-out name the same file" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="2"):
+        main(
+            ["sweep", "--example", "--judge-sample", "5", "--coverage-out", "-", "--judge-out", "-"]
+        )
+    assert "only one of --coverage-out and --judge-out" in capsys.readouterr().err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from datetime import UTC, datetime
 from typing import Any
@@ -93,6 +94,19 @@ def threshold(text: str) -> float:
         value = similarity_threshold(float(text))
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+    return value
+
+
+def dollars(text: str) -> float:
+    """An amount of money: a finite number, zero or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(
+            f"must be an amount of dollars, 0 or more, got {text[:40]}"
+        )
     return value
 
 

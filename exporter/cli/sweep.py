@@ -27,6 +27,7 @@ from exporter.cli.common import (
     add_limit_options,
     available_cpus,
     count,
+    dollars,
     limits_from,
     positive,
     ratio,
@@ -252,7 +253,7 @@ def _add_judge_options(sweep: Any) -> None:
     )
     judging.add_argument(
         "--judge-budget-usd",
-        type=float,
+        type=dollars,
         metavar="USD",
         help="stop calling the model once this much was spent; the rest of the sample is "
         "skipped (reason budget)",
@@ -384,21 +385,28 @@ def _coverage_output(path: str, inputs: tuple[str, str]) -> Iterator[IO[bytes]]:
 
 def _refuse_overwriting(args: argparse.Namespace, chunks: str, citations: str) -> None:
     """Outputs must not be inputs, nor each other, nor share standard output."""
-    if args.out == "-" and args.coverage_out == "-":
-        raise UsageError("only one of --out and --coverage-out can write to standard output")
+    outputs = [
+        (option, path)
+        for option, path in (
+            ("--out", args.out),
+            ("--coverage-out", args.coverage_out),
+            ("--judge-out", args.judge_out),
+        )
+        if path
+    ]
+    to_stdout = [option for option, path in outputs if path == "-"]
+    if len(to_stdout) > 1:
+        raise UsageError(f"only one of {' and '.join(to_stdout)} can write to standard output")
+    seen: dict[Path, str] = {}
     try:
-        if args.out:
-            refuse_overwriting_inputs(args.out, (chunks, citations))
-        if args.coverage_out:
-            refuse_overwriting_inputs(
-                args.coverage_out, (chunks, citations), option="--coverage-out"
-            )
-            if (
-                args.out
-                and args.out != "-"
-                and Path(args.out).resolve() == Path(args.coverage_out).resolve()
-            ):
-                raise UsageError("--out and --coverage-out name the same file")
+        for option, path in outputs:
+            refuse_overwriting_inputs(path, (chunks, citations), option=option)
+            if path == "-":
+                continue
+            resolved = Path(path).resolve()
+            if resolved in seen:
+                raise UsageError(f"{seen[resolved]} and {option} name the same file")
+            seen[resolved] = option
     except OSError as exc:
         raise UsageError(str(exc)) from None
 
