@@ -25,7 +25,7 @@ from typing import IO
 from exporter.checks.engine import Policy
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status
-from exporter.judging import Candidate
+from exporter.judging import Candidate, PackedCandidate
 from exporter.outputs.report import SweepSummary
 from exporter.outputs.verdicts import verdict_json
 from exporter.pipeline.messages import check_message, unread
@@ -107,7 +107,7 @@ class _Checked:
     summary: SweepSummary
     # when sampling: judgeable citations per stratum, and those worth offering to the sample
     counts: dict[Stratum, int]
-    candidates: list[tuple[Stratum, int, str, Candidate]]
+    candidates: list[tuple[Stratum, int, str, PackedCandidate]]
 
 
 def _set_job(job: _Job) -> None:
@@ -132,7 +132,7 @@ def _check_batch(
     verdicts: list[bytes] = []
     coverage: list[bytes] = []
     counts: dict[Stratum, int] = {}
-    candidates: list[tuple[Stratum, int, str, Candidate]] = []
+    candidates: list[tuple[Stratum, int, str, PackedCandidate]] = []
     for number, line in lines:
         origin = Origin(path, 0, number)
         if isinstance(line, Oversized):
@@ -158,7 +158,7 @@ def _candidates(  # noqa: PLR0917 - the private body of _check_batch's sampling
     job: _Job,
     thresholds: dict[Stratum, int],
     counts: dict[Stratum, int],
-    candidates: list[tuple[Stratum, int, str, Candidate]],
+    candidates: list[tuple[Stratum, int, str, PackedCandidate]],
 ) -> None:
     """Count the judgeable citations of one line by stratum; keep those whose key is below
     their stratum's threshold (the others cannot be in the sample)."""
@@ -182,7 +182,7 @@ def _candidates(  # noqa: PLR0917 - the private body of _check_batch's sampling
         key = sample_key(job.seed, number, index)
         if key < thresholds.get(stratum, _NO_THRESHOLD):
             candidates.append(
-                (stratum, key, verdict.doc_id or "", Candidate(number, verdict, judge_input))
+                (stratum, key, verdict.doc_id or "", Candidate(number, verdict, judge_input).pack())
             )
 
 
@@ -257,7 +257,7 @@ def run_sweep(
     coverage_out: IO[bytes] | None = None,
     progress: Callable[[int], None] | None = None,
     jobs: int = 1,
-    sample: StratifiedSample[Candidate] | None = None,
+    sample: StratifiedSample[PackedCandidate] | None = None,
     now: datetime | None = None,
 ) -> SweepSummary:
     """Check every citation in ``citations_path``; write verdicts to ``out`` and coverage

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from operator import attrgetter
+from typing import Any
 
 from exporter.checks.entailment import (
     AsyncJudge,
@@ -24,12 +26,20 @@ from exporter.checks.entailment import (
     settled,
 )
 from exporter.checks.store import ChunkStore
-from exporter.checks.verdict import Verdict
+from exporter.checks.verdict import Repair, Verdict
 from exporter.outputs.entailment_report import EntailmentSummary
 from exporter.pipeline.outcome import JudgeInput
-from exporter.pipeline.sampling import Stratum
+from exporter.pipeline.sampling import StratifiedSample, Stratum
 
-__all__ = ["Candidate", "Judged", "judge_sample"]
+__all__ = ["Candidate", "Judged", "PackedCandidate", "chosen_candidates", "judge_sample"]
+
+# A candidate as a tuple of plain values: what worker processes send and the sample keeps.
+PackedCandidate = tuple[int, tuple[Any, ...], tuple[Any, ...] | None, tuple[Any, ...]]
+
+_VERDICT_FIELDS = tuple(field.name for field in fields(Verdict) if field.name != "repair")
+_verdict_values = attrgetter(*_VERDICT_FIELDS)
+_repair_values = attrgetter(*(field.name for field in fields(Repair)))
+_judge_input_values = attrgetter(*(field.name for field in fields(JudgeInput)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +49,36 @@ class Candidate:
     line: int
     verdict: Verdict
     judge_input: JudgeInput
+
+    def pack(self) -> PackedCandidate:
+        """The candidate as nested tuples of plain values: a sweep offers every judgeable
+        citation of a small archive to its sample, and these cost a tenth of the objects to
+        send between processes (no class is pickled by reference) and nothing to the
+        garbage collector while the sample holds them."""
+        repair = self.verdict.repair
+        return (
+            self.line,
+            _verdict_values(self.verdict),
+            None if repair is None else _repair_values(repair),
+            _judge_input_values(self.judge_input),
+        )
+
+    @classmethod
+    def unpack(cls, packed: PackedCandidate) -> Candidate:
+        line, verdict, repair, judge_input = packed
+        rebuilt = Verdict(
+            **dict(zip(_VERDICT_FIELDS, verdict, strict=True)),
+            repair=None if repair is None else Repair(*repair),
+        )
+        return cls(line, rebuilt, JudgeInput(*judge_input))
+
+
+def chosen_candidates(
+    sample: StratifiedSample[PackedCandidate],
+) -> Iterator[tuple[Stratum, Candidate]]:
+    """The sample a sweep drew, stratum by stratum, as candidates again."""
+    for stratum, packed in sample.chosen():
+        yield stratum, Candidate.unpack(packed)
 
 
 @dataclass(frozen=True, slots=True)

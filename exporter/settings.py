@@ -21,6 +21,7 @@ import functools
 import importlib
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -65,8 +66,10 @@ from exporter.web.config import load_web_config
 __all__ = [
     "ENV_PREFIX",
     "MAX_CONFIG_FILE_BYTES",
+    "JudgeSettings",
     "Settings",
     "SettingsError",
+    "load_judge_settings",
     "load_settings",
 ]
 
@@ -86,7 +89,66 @@ MAX_CONFIG_FILE_BYTES = 1024 * 1024
 _MAX_PROBLEMS = 5
 
 
-class Settings(BaseSettings):
+class JudgeSettings(BaseSettings):
+    """How citations are judged for entailment: the judge, its endpoint, what it may cost,
+    and how much of the traffic and of a sweep it reads (see exporter.checks.entailment).
+
+    The service's settings include these; ``citation-exporter sweep`` reads them alone, from
+    the same environment variables (:func:`load_judge_settings`).
+    """
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid")
+
+    judge: Literal["lexical", "openai"] = "lexical"
+    judge_base_url: str | None = None
+    judge_model: str | None = None
+    judge_api_key: SecretStr | None = None
+    judge_timeout_seconds: float = Field(30.0, gt=0.0, le=600.0)
+    judge_concurrency: int = Field(4, ge=1, le=256)
+    judge_price_input_per_1k: float = Field(0.0, ge=0.0, allow_inf_nan=False)
+    judge_price_output_per_1k: float = Field(0.0, ge=0.0, allow_inf_nan=False)
+    judge_max_retries: int = Field(3, ge=0, le=10)
+    judge_max_tokens: int = Field(16, ge=1, le=4096)
+    # behind the response: the share of live citations judged, and what that may cost
+    judge_sample_rate: float = Field(0.01, ge=0.0, le=1.0)
+    judge_queue_size: int = Field(1_000, ge=1, le=1_000_000)
+    judge_budget_usd_per_hour: float | None = Field(None, ge=0.0, allow_inf_nan=False)
+    # in a sweep: the stratified sample judged, and what one sweep may spend on it
+    judge_sweep_sample: int = Field(2_000, ge=0, le=1_000_000)
+    judge_sweep_budget_usd: float | None = Field(None, ge=0.0, allow_inf_nan=False)
+
+    @field_validator("judge_base_url", "judge_model", "judge_api_key", mode="before")
+    @classmethod
+    def _empty_judge_value_is_unset(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("judge_base_url")
+    @classmethod
+    def _an_http_url(cls, value: str | None) -> str | None:
+        """The judge's endpoint: http(s)://host[:port][/path], without credentials in it."""
+        if value is None:
+            return None
+        url = value.strip().rstrip("/")
+        if not re.fullmatch(r"https?://[^\s/?#@]+(?:/[^\s?#]*)?", url):
+            raise ValueError(
+                "must be an http:// or https:// URL like http://127.0.0.1:8000/v1, without "
+                f"user info, query or fragment; got {shown(value, 80)}"
+            )
+        return url
+
+    @model_validator(mode="after")
+    def _judge_is_complete(self) -> JudgeSettings:
+        """The openai judge needs an endpoint and a model: say so at start-up."""
+        if self.judge == "openai":
+            missing = [
+                name for name in ("judge_base_url", "judge_model") if not getattr(self, name)
+            ]
+            if missing:
+                raise ValueError(f"judge openai needs {' and '.join(missing)}")
+        return self
+
+
+class Settings(JudgeSettings):
     """What the exporter connects to, what it reads and writes, and how it judges."""
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid")
@@ -140,19 +202,6 @@ class Settings(BaseSettings):
     topics: Annotated[frozenset[str], NoDecode] = frozenset()
     max_topics: int = Field(20, ge=0)
 
-    # entailment: the judge, its endpoint and what it may cost (see exporter.checks.entailment)
-    judge: Literal["lexical", "openai"] = "lexical"
-    judge_base_url: str | None = None
-    judge_model: str | None = None
-    judge_api_key: SecretStr | None = None
-    judge_timeout_seconds: float = Field(30.0, gt=0.0, le=600.0)
-    judge_concurrency: int = Field(4, ge=1, le=256)
-    judge_price_input_per_1k: float = Field(0.0, ge=0.0)
-    judge_price_output_per_1k: float = Field(0.0, ge=0.0)
-    judge_sample_rate: float = Field(0.01, ge=0.0, le=1.0)
-    judge_queue_size: int = Field(1_000, ge=1, le=1_000_000)
-    judge_budget_usd_per_hour: float | None = Field(None, ge=0.0)
-
     # sweeps
     sweep_quiet_seconds: float = Field(60.0, gt=0.0)
 
@@ -173,9 +222,6 @@ class Settings(BaseSettings):
         "web_config_file",
         "sasl_oauth_token_file",
         "sasl_kerberos_domain_name",
-        "judge_base_url",
-        "judge_model",
-        "judge_api_key",
         mode="before",
     )
     @classmethod
@@ -253,31 +299,6 @@ class Settings(BaseSettings):
         if problems:
             raise ValueError(_listed(problems))
         return value
-
-    @field_validator("judge_base_url")
-    @classmethod
-    def _an_http_url(cls, value: str | None) -> str | None:
-        """The judge's endpoint: http(s)://host[:port][/path], without credentials in it."""
-        if value is None:
-            return None
-        url = value.strip().rstrip("/")
-        if not re.fullmatch(r"https?://[^\s/?#@]+(?:/[^\s?#]*)?", url):
-            raise ValueError(
-                "must be an http:// or https:// URL like http://127.0.0.1:8000/v1, without "
-                f"user info, query or fragment; got {shown(value, 80)}"
-            )
-        return url
-
-    @model_validator(mode="after")
-    def _judge_is_complete(self) -> Settings:
-        """The openai judge needs an endpoint and a model: say so at start-up."""
-        if self.judge == "openai":
-            missing = [
-                name for name in ("judge_base_url", "judge_model") if not getattr(self, name)
-            ]
-            if missing:
-                raise ValueError(f"judge openai needs {' and '.join(missing)}")
-        return self
 
     @model_validator(mode="after")
     def _security_is_complete(self) -> Settings:
@@ -374,11 +395,17 @@ def _classifier(spec: str) -> SentenceClassifier:
     return load_classifier(spec)
 
 
-def _source(name: str, overrides: dict[str, object], config_file: Path | None) -> str:
-    """Where a setting's value came from, as its owner would look for it: the option, the
-    variable or the file (in that order of precedence, as pydantic-settings reads them)."""
+def _source(
+    name: str,
+    overrides: dict[str, object],
+    config_file: Path | None,
+    flags: Mapping[str, str] | None = None,
+) -> str:
+    """Where a setting's value came from, as its owner would look for it: the option (named
+    in ``flags`` when it is not the setting's name), the variable or the file (in that order
+    of precedence, as pydantic-settings reads them)."""
     if name in overrides:
-        return f"--{name.replace('_', '-')}"
+        return (flags or {}).get(name, f"--{name.replace('_', '-')}")
     variable = f"{ENV_PREFIX}{name.upper()}"
     if variable in os.environ or config_file is None:
         return variable
@@ -386,10 +413,14 @@ def _source(name: str, overrides: dict[str, object], config_file: Path | None) -
 
 
 def _describe(
-    error: ValidationError, overrides: dict[str, object], config_file: Path | None
+    error: ValidationError,
+    overrides: dict[str, object],
+    config_file: Path | None,
+    settings_cls: type[BaseSettings] = Settings,
+    flags: Mapping[str, str] | None = None,
 ) -> str:
     problems = []
-    names = list(Settings.model_fields)
+    names = list(settings_cls.model_fields)
     for item in error.errors():
         name = ".".join(shown(str(part), 60) for part in item["loc"][:4]) or "settings"
         message = shown(item["msg"].removeprefix("Value error, "), 600)
@@ -400,18 +431,20 @@ def _describe(
             problems.append(message)
         else:
             top = str(item["loc"][0])
-            problems.append(f"{name} ({_source(top, overrides, config_file)}): {message}")
+            source = _source(top, overrides, config_file, flags)
+            problems.append(f"{name} ({source}): {message}")
     return "invalid settings: " + _listed(problems)
 
 
-def _unknown_variables() -> list[str]:
-    """``CITATION_EXPORTER_*`` variables that name no setting (pydantic ignores them)."""
+def _unknown_variables(prefix: str = ENV_PREFIX) -> list[str]:
+    """``CITATION_EXPORTER_*`` variables (those starting with ``prefix``) that name no
+    setting (pydantic ignores them)."""
     known = {f"{ENV_PREFIX}{name.upper()}" for name in Settings.model_fields}
     known.add(CONFIG_FILE_VARIABLE)
     problems = []
     for variable in sorted(os.environ):
         upper = variable.upper()
-        if not upper.startswith(ENV_PREFIX) or upper in known:
+        if not upper.startswith(prefix) or upper in known:
             continue
         if _KUBERNETES_SERVICE_LINK.fullmatch(upper):
             continue
@@ -457,3 +490,19 @@ def load_settings(config_file: Path | None = None, **overrides: object) -> Setti
         raise SettingsError("invalid settings: a value is nested too deeply") from None
     except OSError as exc:  # a file some validator reads: each names its own problems first
         raise SettingsError(f"invalid settings: {shown(exc, 300)}") from None
+
+
+def load_judge_settings(
+    overrides: dict[str, object], flags: Mapping[str, str] | None = None
+) -> JudgeSettings:
+    """The judge's settings alone, from the environment and ``overrides`` (a command's flags,
+    by setting name; ``flags`` names the flag of a setting where it differs); raise
+    SettingsError naming each invalid one. Variables of the service's other settings are not
+    read; a misspelt ``CITATION_EXPORTER_JUDGE_*`` one is an error."""
+    unknown = _unknown_variables(f"{ENV_PREFIX}JUDGE")
+    if unknown:
+        raise SettingsError("invalid settings: " + _listed(unknown))
+    try:
+        return JudgeSettings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        raise SettingsError(_describe(exc, overrides, None, JudgeSettings, flags)) from None

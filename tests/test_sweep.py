@@ -13,7 +13,7 @@ import pytest
 import exporter.file_sweep
 from exporter.checks.engine import Policy
 from exporter.file_sweep import load_store, run_sweep
-from exporter.judging import Candidate
+from exporter.judging import PackedCandidate, chosen_candidates
 from exporter.outputs.report import SweepSummary
 from exporter.pipeline.sampling import StratifiedSample
 from exporter.simulate.files import write_scenario
@@ -60,7 +60,7 @@ def test_a_dead_worker_fails_the_sweep(
 def _sampled(scenario: dict[str, Path], jobs: int, seed: int) -> list[tuple[str, str, str]]:
     summary = SweepSummary()
     store = load_store(str(scenario["chunks"]), summary)
-    sample: StratifiedSample[Candidate] = StratifiedSample(60, seed)
+    sample: StratifiedSample[PackedCandidate] = StratifiedSample(60, seed)
     run_sweep(
         store,
         str(scenario["citations"]),
@@ -73,7 +73,7 @@ def _sampled(scenario: dict[str, Path], jobs: int, seed: int) -> list[tuple[str,
     assert sum(sample.totals.values()) > 1_000
     return [
         (stratum.family, candidate.verdict.citation_id or "", candidate.judge_input.claim)
-        for stratum, candidate in sample.chosen()
+        for stratum, candidate in chosen_candidates(sample)
     ]
 
 

@@ -47,8 +47,60 @@ def test_a_judged_sample_is_summarised_and_written(
     assert again == lines  # the same input, seed and --now: the same sample, judged alike
 
 
-def test_no_sample_by_default(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_sample_of_2000_by_default_and_none_on_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    entailment = _sweep(tmp_path, capsys)["entailment"]
+    assert isinstance(entailment, dict)
+    assert entailment["sample_size"] == 2000 == entailment["sampled"]
+    assert _sweep(tmp_path, capsys, "--judge-sample", "0")["entailment"] is None
+    monkeypatch.setenv("CITATION_EXPORTER_JUDGE_SWEEP_SAMPLE", "0")  # as the service reads it
     assert _sweep(tmp_path, capsys)["entailment"] is None
+    summary = _sweep(tmp_path, capsys, "--judge-sample", "7")  # a flag wins over the variable
+    assert isinstance(summary["entailment"], dict) and summary["entailment"]["sampled"] == 7
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("CITATION_EXPORTER_JUDGE_SWEEP_SAMPLE", "lots", "judge_sweep_sample"),
+        ("CITATION_EXPORTER_JUDGE_TIMEOUT_SECONDS", "-1", "judge_timeout_seconds"),
+        ("CITATION_EXPORTER_JUDGE_SWEEP_BUDGET_USD", "inf", "judge_sweep_budget_usd"),
+        ("CITATION_EXPORTER_JUDGE_MODLE", "m", "did you mean CITATION_EXPORTER_JUDGE_MODEL"),
+    ],
+)
+def test_a_bad_judge_variable_is_named_before_the_sweep(
+    variable: str,
+    value: str,
+    message: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(SystemExit, match="2"):
+        main(["sweep", "--example"])
+    error = capsys.readouterr().err
+    assert message in error and error.count("\n") <= 2
+
+
+def test_the_service_s_other_variables_do_not_concern_the_sweep(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CITATION_EXPORTER_METRICS_PORT", "not a port")
+    monkeypatch.setenv("CITATION_EXPORTER_JUDGE_SWEEP_SAMPLE", "30")
+    summary = _sweep(tmp_path, capsys)
+    assert isinstance(summary["entailment"], dict) and summary["entailment"]["sampled"] == 30
+
+
+def test_judged_citations_on_standard_output_send_the_summary_to_standard_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["sweep", "--example", "--judge-sample", "5", "--judge-out", "-", "--now", NOW])
+    assert code == 1
+    captured = capsys.readouterr()
+    lines = [json.loads(line) for line in captured.out.splitlines()]
+    assert len(lines) == 5 and {line["check"] for line in lines} == {"entailment"}
+    assert "drift ratio" in captured.err
 
 
 def test_a_bad_now_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -177,7 +229,9 @@ def test_the_openai_judge_needs_its_endpoint_before_the_sweep_runs(
 ) -> None:
     with pytest.raises(SystemExit, match="2"):
         main(["sweep", "--example", "--judge-sample", "5", "--judge", "openai"])
-    assert "--judge openai needs --judge-base-url and --judge-model" in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert "judge openai needs judge_base_url and judge_model" in error
+    assert "--judge* flags" in error
 
 
 def test_the_lexical_judge_flags_exactly_the_simulated_misclaims(tmp_path: Path) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -38,7 +37,7 @@ from exporter.cli.common import (
 from exporter.defaults import DEFAULT_HIGH_SEVERITY_TOPICS, DEFAULT_THRESHOLD
 from exporter.errors import SettingsError
 from exporter.file_sweep import CoverageOutputError, load_store, run_sweep
-from exporter.judging import Candidate, judge_sample
+from exporter.judging import PackedCandidate, chosen_candidates, judge_sample
 from exporter.memory import freeze_long_lived
 from exporter.outputs.entailment_report import EntailmentSummary
 from exporter.outputs.report import SweepSummary
@@ -56,6 +55,7 @@ from exporter.simulate.scenario import ScenarioConfig, build_scenario
 
 if TYPE_CHECKING:
     from exporter.judge.openai import OpenAIJudgeConfig
+    from exporter.settings import JudgeSettings
 
 EXAMPLES = """\
 examples:
@@ -166,52 +166,42 @@ def add_parser(commands: Any) -> None:
     add_limit_options(sweep)
 
 
-def _env(name: str, default: str | None = None) -> str | None:
-    """A judge setting from the environment the service reads too; a flag overrides it."""
-    value = os.environ.get(f"CITATION_EXPORTER_{name}", "").strip()
-    return value or default
+# The sweep's judge flags and the settings (and CITATION_EXPORTER_* variables) they override.
+_JUDGE_FLAGS = {
+    "judge": "--judge",
+    "judge_base_url": "--judge-base-url",
+    "judge_model": "--judge-model",
+    "judge_sweep_sample": "--judge-sample",
+    "judge_sweep_budget_usd": "--judge-budget-usd",
+}
 
 
-def _model_judge(args: argparse.Namespace) -> OpenAIJudgeConfig | None:
-    """The model judge's configuration, from the flags and the same environment variables as
-    the service's settings; None for the lexical judge alone."""
-    if args.judge != "openai":
-        return None
+def _judge_settings(args: argparse.Namespace) -> JudgeSettings:
+    """The judge's settings: the service's CITATION_EXPORTER_JUDGE_* variables, overridden
+    by the flags given."""
+    from exporter.settings import load_judge_settings  # noqa: PLC0415 - the service's (Kafka) imports
+
+    overrides: dict[str, object] = {
+        name: getattr(args, name) for name in _JUDGE_FLAGS if getattr(args, name) is not None
+    }
+    try:
+        return load_judge_settings(overrides, _JUDGE_FLAGS)
+    except SettingsError as exc:
+        raise UsageError(
+            f"{exc} (the sweep's judge is set by its --judge* flags, else by the "
+            "CITATION_EXPORTER_JUDGE_* variables)"
+        ) from None
+
+
+def _model_judge(settings: JudgeSettings) -> OpenAIJudgeConfig | None:
+    """The model judge's configuration; None for the lexical judge alone."""
     # imported here: the sweep starts without the HTTP client unless it calls a model
     from exporter.judge.openai import OpenAIJudgeConfig  # noqa: PLC0415
 
-    missing = [
-        flag
-        for flag, value in (
-            ("--judge-base-url", args.judge_base_url),
-            ("--judge-model", args.judge_model),
-        )
-        if not value
-    ]
-    if missing:
-        raise UsageError(f"--judge openai needs {' and '.join(missing)}")
     try:
-        return OpenAIJudgeConfig(
-            base_url=args.judge_base_url,
-            model=args.judge_model,
-            api_key=_env("JUDGE_API_KEY"),
-            timeout_seconds=_number("JUDGE_TIMEOUT_SECONDS", 30.0),
-            concurrency=int(_number("JUDGE_CONCURRENCY", 4)),
-            price_input_per_1k=_number("JUDGE_PRICE_INPUT_PER_1K", 0.0),
-            price_output_per_1k=_number("JUDGE_PRICE_OUTPUT_PER_1K", 0.0),
-        )
+        return OpenAIJudgeConfig.from_settings(settings)
     except SettingsError as exc:
         raise UsageError(str(exc)) from None
-
-
-def _number(name: str, default: float) -> float:
-    text = _env(name)
-    if text is None:
-        return default
-    try:
-        return float(text)
-    except ValueError:
-        raise UsageError(f"CITATION_EXPORTER_{name} must be a number, got {text[:40]!r}") from None
 
 
 def _add_judge_options(sweep: Any) -> None:
@@ -223,40 +213,40 @@ def _add_judge_options(sweep: Any) -> None:
     )
     judging.add_argument(
         "--judge-sample",
+        dest="judge_sweep_sample",
         type=count,
-        default=0,
         metavar="N",
-        help="citations to judge, drawn from strata of answer age and near-miss family, e.g. "
-        "2000; drawing the sample costs the sweep about 8 us a judgeable citation, so it is "
-        "off by default (0)",
+        help="citations to judge, drawn from strata of answer age and near-miss family; 0 "
+        "judges none (default: $CITATION_EXPORTER_JUDGE_SWEEP_SAMPLE, else 2000)",
     )
     judging.add_argument(
         "--judge",
         choices=("lexical", "openai"),
-        default=_env("JUDGE", "lexical"),
         help="lexical alone, or a model behind an OpenAI-compatible endpoint for what the "
-        "lexical judge cannot settle (default: $CITATION_EXPORTER_JUDGE, else %(default)s)",
+        "lexical judge cannot settle (default: $CITATION_EXPORTER_JUDGE, else lexical)",
     )
     judging.add_argument(
         "--judge-base-url",
-        default=_env("JUDGE_BASE_URL"),
         metavar="URL",
         help="the endpoint, e.g. http://127.0.0.1:8000/v1 (default: "
         "$CITATION_EXPORTER_JUDGE_BASE_URL); the key is read from "
-        "$CITATION_EXPORTER_JUDGE_API_KEY, never from a flag",
+        "$CITATION_EXPORTER_JUDGE_API_KEY, never from a flag; timeouts, concurrency, prices "
+        "and retries from the other CITATION_EXPORTER_JUDGE_* variables, as the service reads "
+        "them",
     )
     judging.add_argument(
         "--judge-model",
-        default=_env("JUDGE_MODEL"),
         metavar="NAME",
         help="the model (default: $CITATION_EXPORTER_JUDGE_MODEL)",
     )
     judging.add_argument(
         "--judge-budget-usd",
+        dest="judge_sweep_budget_usd",
         type=dollars,
         metavar="USD",
         help="stop calling the model once this much was spent; the rest of the sample is "
-        "skipped (reason budget)",
+        "skipped (reason budget) (default: $CITATION_EXPORTER_JUDGE_SWEEP_BUDGET_USD, else "
+        "no limit)",
     )
     judging.add_argument(
         "--judge-out",
@@ -314,7 +304,8 @@ def _sweep_files(
 
 def _judge(
     args: argparse.Namespace,
-    sample: StratifiedSample[Candidate],
+    settings: JudgeSettings,
+    sample: StratifiedSample[PackedCandidate],
     store: ChunkStore,
     summary: SweepSummary,
     *,
@@ -325,21 +316,21 @@ def _judge(
     from exporter.judge.openai import OpenAIJudge  # noqa: PLC0415 - see _model_judge
 
     lexical = LexicalJudge()
-    config = _model_judge(args)
+    config = _model_judge(settings)
     entailment = EntailmentSummary(
         judge=lexical.name if config is None else f"{lexical.name}+openai",
-        sample_size=args.judge_sample,
+        sample_size=settings.judge_sweep_sample,
         concurrency=1 if config is None else config.concurrency,
     )
     entailment.totals = sample.totals
     judged = judge_sample(
-        sample.chosen(),
+        chosen_candidates(sample),
         store,
         lexical,
         None if config is None else lambda: OpenAIJudge(config),
         entailment,
         high_severity_topics=high_severity_topics,
-        budget_usd=args.judge_budget_usd,
+        budget_usd=settings.judge_sweep_budget_usd,
         concurrency=1 if config is None else config.concurrency,
     )
     summary.entailment = entailment
@@ -430,6 +421,18 @@ def _write_summary(text: str, stream: IO[str]) -> None:
         raise UsageError(f"cannot write the summary to {name}: {exc}") from None
 
 
+def _report(args: argparse.Namespace, summary: SweepSummary) -> None:
+    """The summary, on standard output unless a verdict output took it."""
+    to_stdout = "-" in (args.out, args.coverage_out, args.judge_out)
+    report_to: IO[str] = sys.stderr if to_stdout else sys.stdout
+    if args.format == "json":
+        report = orjson.dumps(summary.to_json(args.fail_above, args.allow_empty)).decode()
+        _write_summary(report + "\n", report_to)
+    else:
+        text = summary.render_text(args.fail_above, allow_empty=args.allow_empty)
+        _write_summary(text + "\n", report_to)
+
+
 def run(args: argparse.Namespace) -> int:
     chunks, citations, workdir = _sweep_files(args)
     limits = limits_from(args)
@@ -437,9 +440,10 @@ def run(args: argparse.Namespace) -> int:
         classifier = load_classifier(args.coverage_classifier)
     except SettingsError as exc:
         raise UsageError(f"--coverage-classifier: {exc}") from None
-    sampling = args.judge_sample > 0
+    judge_settings = _judge_settings(args)
+    sampling = judge_settings.judge_sweep_sample > 0
     if sampling:
-        _model_judge(args)  # a judge that cannot be configured fails before the sweep
+        _model_judge(judge_settings)  # a judge that cannot be configured fails before the sweep
     policy = Policy(
         threshold=args.threshold,
         high_severity_topics=args.high_severity_topics,
@@ -448,8 +452,8 @@ def run(args: argparse.Namespace) -> int:
         coverage=not args.no_coverage,
         judge_rate=1.0 if sampling else 0.0,
     )
-    sample: StratifiedSample[Candidate] | None = (
-        StratifiedSample(args.judge_sample, args.seed) if sampling else None
+    sample: StratifiedSample[PackedCandidate] | None = (
+        StratifiedSample(judge_settings.judge_sweep_sample, args.seed) if sampling else None
     )
     if args.no_coverage and args.coverage_out:
         raise UsageError("--coverage-out needs coverage: drop --no-coverage")
@@ -504,23 +508,15 @@ def run(args: argparse.Namespace) -> int:
         if sample is not None:
             _judge(
                 args,
+                judge_settings,
                 sample,
                 store,
                 summary,
                 high_severity_topics=policy.high_severity_topics,
                 inputs=(chunks, citations),
             )
-    to_stdout = "-" in (args.out, args.coverage_out)
-    report_to: IO[str] = sys.stderr if to_stdout else sys.stdout
-    allow_empty = args.allow_empty
-    if args.format == "json":
-        report = orjson.dumps(summary.to_json(args.fail_above, allow_empty)).decode()
-        _write_summary(report + "\n", report_to)
-    else:
-        _write_summary(
-            summary.render_text(args.fail_above, allow_empty=allow_empty) + "\n", report_to
-        )
+    _report(args, summary)
     missing = summary.missing_input()
-    if missing is not None and not allow_empty:
+    if missing is not None and not args.allow_empty:
         raise UsageError(f"{missing} (--allow-empty passes a sweep with nothing to judge by)")
     return EXIT_OK if summary.passed(args.fail_above) else EXIT_GATE_FAILED

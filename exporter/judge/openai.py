@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import httpx
 import orjson
@@ -35,6 +35,9 @@ from exporter.checks.entailment import EntailmentResult, Judgement
 from exporter.errors import SettingsError
 from exporter.judge.labels import messages, parse_label
 from exporter.records.limits import bounded, preview
+
+if TYPE_CHECKING:
+    from exporter.settings import JudgeSettings
 
 __all__ = [
     "BACKOFF_BASE_SECONDS",
@@ -125,6 +128,26 @@ class OpenAIJudgeConfig:
     @property
     def url(self) -> str:
         return self.base_url.rstrip("/") + "/chat/completions"
+
+    @classmethod
+    def from_settings(cls, settings: JudgeSettings) -> OpenAIJudgeConfig | None:
+        """The model judge the settings configure; None when they name the lexical judge."""
+        if settings.judge != "openai":
+            return None
+        if settings.judge_base_url is None or settings.judge_model is None:
+            raise SettingsError("judge openai needs judge_base_url and judge_model")
+        key = settings.judge_api_key
+        return cls(
+            base_url=settings.judge_base_url,
+            model=settings.judge_model,
+            api_key=None if key is None else key.get_secret_value(),
+            timeout_seconds=settings.judge_timeout_seconds,
+            concurrency=settings.judge_concurrency,
+            price_input_per_1k=settings.judge_price_input_per_1k,
+            price_output_per_1k=settings.judge_price_output_per_1k,
+            max_retries=settings.judge_max_retries,
+            max_tokens=settings.judge_max_tokens,
+        )
 
 
 def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:

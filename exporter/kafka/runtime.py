@@ -245,18 +245,8 @@ class Exporter:
             return None
         model = None
         concurrency = 1
-        if settings.judge == "openai":
-            assert settings.judge_base_url is not None and settings.judge_model is not None
-            key = settings.judge_api_key
-            config = OpenAIJudgeConfig(
-                base_url=settings.judge_base_url,
-                model=settings.judge_model,
-                api_key=None if key is None else key.get_secret_value(),
-                timeout_seconds=settings.judge_timeout_seconds,
-                concurrency=settings.judge_concurrency,
-                price_input_per_1k=settings.judge_price_input_per_1k,
-                price_output_per_1k=settings.judge_price_output_per_1k,
-            )
+        config = OpenAIJudgeConfig.from_settings(settings)
+        if config is not None:
             concurrency = config.concurrency
 
             def model() -> OpenAIJudge:
