@@ -8,7 +8,8 @@ Needs the package installed (``citation-exporter`` on PATH), as ``./scripts/test
 1. Generates (once, cached under bench/out/) a scenario of about 180,000 citations of which about
    8% drifted (documents re-chunked with a larger chunk size, or re-extracted).
 2. Times the real command end to end, JSON in and out, as a subprocess: best of ``--repeat``
-   runs, with the default worker count and with ``--jobs 1``.
+   runs, with the default worker count and with ``--jobs 1``; each also with
+   ``--judge-sample 0``, for what drawing (and lexically judging) the default sample costs.
 3. Times the straightforward implementation (bench/naive.py) on the first ``--naive-sample``
    citations in the same run and extrapolates its per-citation cost to the whole archive.
 """
@@ -115,6 +116,12 @@ def main() -> None:
     directory = _scenario(args.answers, args.seed)
     wall, summary, peak = _time_sweep(directory, None, args.repeat)
     wall_one, _, peak_one = _time_sweep(directory, 1, args.repeat)
+    # the sample for the entailment judge (2,000 by default) against none: what drawing it costs
+    no_sample = ("--judge-sample", "0")
+    wall_bare, _, _ = _time_sweep(directory, None, args.repeat, *no_sample)
+    wall_one_bare, _, _ = _time_sweep(directory, 1, args.repeat, *no_sample)
+    entailment = summary["entailment"]
+    assert isinstance(entailment, dict)
     citations = int(summary["citations"])  # type: ignore[call-overload]
 
     started = time.perf_counter()
@@ -139,6 +146,12 @@ def main() -> None:
     print(
         f"sweep command, --jobs 1:                 {wall_one:.2f} s wall "
         f"({citations / wall_one:,.0f} citations/s), peak RSS {peak_one / 1024:.0f} MiB"
+    )
+    print(
+        f"  of which the judge's sample ({entailment['sampled']:,} of "
+        f"{entailment['judgeable']:,} judgeable, lexical judge): +{wall - wall_bare:.2f} s "
+        f"default jobs ({wall_bare:.2f} s with --judge-sample 0), +{wall_one - wall_one_bare:.2f}"
+        f" s --jobs 1 ({wall_one_bare:.2f} s)"
     )
     print(
         f"straightforward implementation: {naive_per_citation * 1e3:.3f} ms per citation "

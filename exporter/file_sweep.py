@@ -25,19 +25,12 @@ from typing import IO
 from exporter.checks.engine import Policy
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status
-from exporter.judging import Candidate, PackedCandidate
+from exporter.judging import Drawing, PackedCandidate
 from exporter.outputs.report import SweepSummary
 from exporter.outputs.verdicts import verdict_json
 from exporter.pipeline.messages import check_message, unread
-from exporter.pipeline.outcome import CheckedCitation, Mode, Origin
-from exporter.pipeline.sampling import (
-    STRATA,
-    StratifiedSample,
-    Stratum,
-    age_band,
-    near_miss_family,
-    sample_key,
-)
+from exporter.pipeline.outcome import Mode, Origin
+from exporter.pipeline.sampling import StratifiedSample, Stratum
 from exporter.records.decode import RecordError, decode_chunk, parse_json
 from exporter.records.jsonl import InputError, OutputError, Oversized, open_input, read_lines
 from exporter.records.limits import DEFAULT_LIMITS, Limits, failure
@@ -92,10 +85,11 @@ class _Job:
     write_coverage: bool
     now: datetime | None  # sampling for the entailment judge: the age bands' "now"
     seed: int = 0  # and the sample's seed
+    capacity: int = 0  # and the candidates it keeps per stratum
 
 
 _job: _Job | None = None
-_NO_THRESHOLD = 1 << 64  # a stratum whose sample is not full yet takes any key
+_drawing: Drawing | None = None  # this process's part of drawing the judge's sample
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,8 +105,9 @@ class _Checked:
 
 
 def _set_job(job: _Job) -> None:
-    global _job  # noqa: PLW0603 - the per-process job of a worker, set once at start
+    global _job, _drawing  # noqa: PLW0603 - the per-process job of a worker, set once at start
     _job = job
+    _drawing = None if job.now is None else Drawing(job.now, job.seed, job.capacity)
 
 
 def _check_batch(
@@ -147,43 +142,9 @@ def _check_batch(
                 verdicts.append(verdict_json(verdict, line=number, index=index))
         if job.write_coverage and outcome.coverage is not None:
             coverage.append(verdict_json(outcome.coverage, line=number))
-        if job.now is not None:
-            _candidates(outcome.checked, number, job, thresholds or {}, counts, candidates)
+        if _drawing is not None:
+            _drawing.add(outcome.checked, number, thresholds or {}, counts, candidates)
     return _Checked(b"".join(verdicts), b"".join(coverage), summary, counts, candidates)
-
-
-def _candidates(  # noqa: PLR0917 - the private body of _check_batch's sampling
-    checked: list[CheckedCitation],
-    number: int,
-    job: _Job,
-    thresholds: dict[Stratum, int],
-    counts: dict[Stratum, int],
-    candidates: list[tuple[Stratum, int, str, PackedCandidate]],
-) -> None:
-    """Count the judgeable citations of one line by stratum; keep those whose key is below
-    their stratum's threshold (the others cannot be in the sample)."""
-    assert job.now is not None
-    band: tuple[str | None, str] | None = None  # the answer's age, read once per line
-    for index, item in enumerate(checked):
-        judge_input = item.judge_input
-        if judge_input is None:
-            continue
-        verdict = item.verdict
-        if band is None or band[0] != judge_input.emitted_at:
-            band = (judge_input.emitted_at, age_band(judge_input.emitted_at, job.now))
-        family = near_miss_family(
-            repaired=verdict.status is Status.DRIFT_REPAIRED,
-            claim=judge_input.claim,
-            quote_chars=judge_input.quote_chars,
-            similarity=verdict.similarity,
-        )
-        stratum = STRATA[band[1], family]
-        counts[stratum] = counts.get(stratum, 0) + 1
-        key = sample_key(job.seed, number, index)
-        if key < thresholds.get(stratum, _NO_THRESHOLD):
-            candidates.append(
-                (stratum, key, verdict.doc_id or "", Candidate(number, verdict, judge_input).pack())
-            )
 
 
 _Batch = list[tuple[int, bytes | Oversized]]
@@ -279,6 +240,7 @@ def run_sweep(
         coverage_out is not None,
         now if sample is not None else None,
         sample.seed if sample is not None else 0,
+        sample.capacity if sample is not None else 0,
     )
 
     def thresholds() -> dict[Stratum, int] | None:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, fields
+from datetime import datetime
 from operator import attrgetter
 from typing import Any
 
@@ -26,15 +27,35 @@ from exporter.checks.entailment import (
     settled,
 )
 from exporter.checks.store import ChunkStore
-from exporter.checks.verdict import Repair, Verdict
+from exporter.checks.verdict import Repair, Status, Verdict
 from exporter.outputs.entailment_report import EntailmentSummary
-from exporter.pipeline.outcome import JudgeInput
-from exporter.pipeline.sampling import StratifiedSample, Stratum
+from exporter.pipeline.outcome import CheckedCitation, JudgeInput
+from exporter.pipeline.sampling import (
+    STRATA,
+    KeyFilter,
+    StratifiedSample,
+    Stratum,
+    age_band,
+    near_miss_family,
+    sample_key,
+)
 
-__all__ = ["Candidate", "Judged", "PackedCandidate", "chosen_candidates", "judge_sample"]
+__all__ = [
+    "Candidate",
+    "Drawing",
+    "Judged",
+    "PackedCandidate",
+    "chosen_candidates",
+    "judge_sample",
+    "judge_sample_async",
+    "pack_candidate",
+]
+
+# The longest the lexical judging of a sample keeps the event loop before giving it back.
+_YIELD_SECONDS = 0.05
 
 # A candidate as a tuple of plain values: what worker processes send and the sample keeps.
-PackedCandidate = tuple[int, tuple[Any, ...], tuple[Any, ...] | None, tuple[Any, ...]]
+PackedCandidate = tuple[int, int | None, tuple[Any, ...], tuple[Any, ...] | None, tuple[Any, ...]]
 
 _VERDICT_FIELDS = tuple(field.name for field in fields(Verdict) if field.name != "repair")
 _verdict_values = attrgetter(*_VERDICT_FIELDS)
@@ -44,33 +65,96 @@ _judge_input_values = attrgetter(*(field.name for field in fields(JudgeInput)))
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """A judgeable citation of the archive: where it was, its verdict, what to judge."""
+    """A judgeable citation of the archive: where it was (a file's line, or a Kafka
+    partition's offset), its verdict, what to judge."""
 
     line: int
     verdict: Verdict
     judge_input: JudgeInput
+    partition: int | None = None
 
     def pack(self) -> PackedCandidate:
-        """The candidate as nested tuples of plain values: a sweep offers every judgeable
-        citation of a small archive to its sample, and these cost a tenth of the objects to
-        send between processes (no class is pickled by reference) and nothing to the
-        garbage collector while the sample holds them."""
-        repair = self.verdict.repair
-        return (
-            self.line,
-            _verdict_values(self.verdict),
-            None if repair is None else _repair_values(repair),
-            _judge_input_values(self.judge_input),
-        )
+        return pack_candidate(self.line, self.verdict, self.judge_input, self.partition)
 
     @classmethod
     def unpack(cls, packed: PackedCandidate) -> Candidate:
-        line, verdict, repair, judge_input = packed
+        line, partition, verdict, repair, judge_input = packed
         rebuilt = Verdict(
             **dict(zip(_VERDICT_FIELDS, verdict, strict=True)),
             repair=None if repair is None else Repair(*repair),
         )
-        return cls(line, rebuilt, JudgeInput(*judge_input))
+        return cls(line, rebuilt, JudgeInput(*judge_input), partition)
+
+
+def pack_candidate(
+    line: int, verdict: Verdict, judge_input: JudgeInput, partition: int | None = None
+) -> PackedCandidate:
+    """A candidate as nested tuples of plain values: a sweep offers tens of thousands of
+    candidates to its sample, and these cost a tenth of the objects to send between processes
+    (no class is pickled by reference) and nothing to the garbage collector while the sample
+    holds them. :meth:`Candidate.unpack` makes the candidate again."""
+    repair = verdict.repair
+    return (
+        line,
+        partition,
+        _verdict_values(verdict),
+        None if repair is None else _repair_values(repair),
+        _judge_input_values(judge_input),
+    )
+
+
+# A stratum whose sample is not full yet takes any key.
+_NO_THRESHOLD = 1 << 64
+
+
+class Drawing:
+    """Where a sweep's sample is drawn from: every judgeable citation is counted in its
+    stratum, and kept as a candidate only while its key may still be among the sample's
+    (below its stratum's threshold, and among the smallest this drawing has seen).
+
+    One per worker process of a file sweep (their candidates merge exactly in the sample),
+    one per sweep of the answer topic.
+    """
+
+    def __init__(self, now: datetime, seed: int, capacity: int) -> None:
+        self.now = now
+        self.seed = seed
+        self._kept = KeyFilter(capacity)
+
+    def add(  # noqa: PLR0917 - the per-citation loop of every sweep: no objects made
+        self,
+        checked: Sequence[CheckedCitation],
+        line: int,
+        thresholds: dict[Stratum, int],
+        counts: dict[Stratum, int],
+        candidates: list[tuple[Stratum, int, str, PackedCandidate]],
+        partition: int | None = None,
+    ) -> None:
+        """Count the judgeable citations of one line (or Kafka message) in ``counts`` and
+        append those worth offering to ``candidates``. A partition's messages draw their keys
+        from a seed of their own, as their offsets repeat across partitions."""
+        seed = self.seed if partition is None else hash((self.seed, partition))
+        band: tuple[str | None, str] | None = None  # the answer's age, read once per line
+        for index, item in enumerate(checked):
+            judge_input = item.judge_input
+            if judge_input is None:
+                continue
+            verdict = item.verdict
+            emitted_at = judge_input.emitted_at
+            if band is None or band[0] != emitted_at:
+                band = (emitted_at, age_band(emitted_at, self.now))
+            family = near_miss_family(
+                verdict.status is Status.DRIFT_REPAIRED,
+                judge_input.claim,
+                judge_input.quote_chars,
+                verdict.similarity,
+            )
+            stratum = STRATA[band[1], family]
+            counts[stratum] = counts.get(stratum, 0) + 1
+            key = sample_key(seed, line, index)
+            if key < thresholds.get(stratum, _NO_THRESHOLD) and self._kept.admit(stratum, key):
+                candidate = pack_candidate(line, verdict, judge_input, partition)
+                candidates.append((stratum, key, verdict.doc_id or "", candidate))
 
 
 def chosen_candidates(
@@ -87,6 +171,7 @@ class Judged:
     candidate: Candidate
     judgement: Judgement
     action: EntailmentAction
+    called: bool  # whether the model judge was called for it (its cost counts)
 
 
 def judge_sample(
@@ -100,14 +185,45 @@ def judge_sample(
     budget_usd: float | None = None,
     concurrency: int = 1,
 ) -> list[Judged]:
+    """:func:`judge_sample_async` for a caller without an event loop (the sweep command)."""
+    return asyncio.run(
+        judge_sample_async(
+            chosen,
+            store,
+            lexical,
+            model,
+            summary,
+            high_severity_topics=high_severity_topics,
+            budget_usd=budget_usd,
+            concurrency=concurrency,
+        )
+    )
+
+
+async def judge_sample_async(
+    chosen: Iterable[tuple[Stratum, Candidate]],
+    store: ChunkStore,
+    lexical: SyncJudge,
+    model: Callable[[], AbstractAsyncContextManager[AsyncJudge]] | None,
+    summary: EntailmentSummary,
+    *,
+    high_severity_topics: frozenset[str],
+    budget_usd: float | None = None,
+    concurrency: int = 1,
+) -> list[Judged]:
     """Judge the chosen citations, in order; add them to ``summary``; return every judgement.
 
-    ``model`` makes the model judge, inside the event loop that asks it (its connections live
-    there), and closes it afterwards.
+    ``model`` makes the model judge, inside this event loop (its connections live there), and
+    closes it afterwards. The lexical judge's work (about 0.1 ms a citation) gives the loop
+    back every ``_YIELD_SECONDS``: in the service, inline checks go on meanwhile.
     """
     started = time.perf_counter()
     decided: list[tuple[Stratum, Candidate, Judgement | None, str | None]] = []
+    last_yield = time.monotonic()
     for stratum, candidate in chosen:
+        if time.monotonic() - last_yield > _YIELD_SECONDS:
+            await asyncio.sleep(0)
+            last_yield = time.monotonic()
         evidence = candidate.judge_input.evidence(store)
         if evidence is None:  # the store lost the chunk since the check: nothing to read
             gone = Judgement(EntailmentResult.SKIPPED, lexical.name, "evidence gone")
@@ -121,13 +237,13 @@ def judge_sample(
     asked = [(i, entry) for i, entry in enumerate(decided) if entry[2] is None]
     answers: dict[int, tuple[Judgement, bool]] = {}
     if asked and model is not None:
-        answers = asyncio.run(_ask(model, asked, budget_usd, concurrency))
+        answers = await _ask(model, asked, budget_usd, concurrency)
     judged = []
     for index, (stratum, candidate, judgement, _) in enumerate(decided):
         final, called = (judgement, False) if judgement is not None else answers[index]
         summary.add(stratum, final, called)
         action = entailment_action(final.result, candidate.judge_input.topic, high_severity_topics)
-        judged.append(Judged(stratum, candidate, final, action))
+        judged.append(Judged(stratum, candidate, final, action, called))
     summary.wall_seconds += time.perf_counter() - started
     return judged
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from exporter.pipeline.sampling import (
     AGE_BANDS,
     FAMILIES,
+    KeyFilter,
     StratifiedSample,
     Stratum,
     age_band,
@@ -174,6 +175,36 @@ def test_offering_only_keys_below_the_thresholds_changes_nothing() -> None:
                 filtered.offer(stratum, key, f"d{number % 9}", number)
     assert filtered.thresholds() and list(filtered.chosen()) == list(everything.chosen())
     assert sum(len(heap) for heap in filtered._heaps.values()) == 3 * 50
+
+
+@given(
+    workers=st.integers(1, 4),
+    keys=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 10**6)), max_size=300),
+)
+def test_workers_that_send_only_what_they_admit_change_nothing(
+    workers: int, keys: list[tuple[int, int]]
+) -> None:
+    """Each worker process sends only the candidates its own KeyFilter admits (the smallest
+    keys it has seen per stratum): the sample is the one every candidate would have given."""
+    everything: StratifiedSample[int] = StratifiedSample(4)
+    merged: StratifiedSample[int] = StratifiedSample(4)
+    filters = [KeyFilter(merged.capacity) for _ in range(workers)]
+    for number, (which, key) in enumerate(keys):
+        stratum = STRATA[which]
+        everything.offer(stratum, key, f"d{number % 5}", number)
+        if filters[number % workers].admit(stratum, key):
+            merged.offer(stratum, key, f"d{number % 5}", number)
+        for sample in (everything, merged):
+            sample.count(stratum)
+    assert list(merged.chosen()) == list(everything.chosen())
+
+
+def test_a_key_filter_admits_fewer_as_it_learns() -> None:
+    kept = KeyFilter(10)
+    admitted = [kept.admit(STRATA[0], key) for key in range(1_000, 0, -1)]  # falling keys
+    assert all(admitted)  # each is the smallest so far
+    assert not any(kept.admit(STRATA[0], key) for key in range(11, 2_000))
+    assert kept.admit(STRATA[1], 5_000)  # strata apart
 
 
 def test_keys_depend_on_the_seed_and_the_place_only() -> None:

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import pickle
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from judge_server import JudgeServer, Reply, completion
 
+from exporter.checks.verdict import Action, FailedCheck, Repair, Status, Verdict
 from exporter.cli import main
+from exporter.judging import Candidate
+from exporter.pipeline.outcome import JudgeInput
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
 
@@ -274,3 +278,16 @@ def test_the_judged_sample_may_not_overwrite_another_output(
             ["sweep", "--example", "--judge-sample", "5", "--coverage-out", "-", "--judge-out", "-"]
         )
     assert "only one of --coverage-out and --judge-out" in capsys.readouterr().err
+
+
+def test_a_candidate_crosses_processes_whole() -> None:
+    """Candidates travel from worker processes as plain tuples: every field comes back."""
+    verdict = Verdict(
+        "c1", "a1", "d1", Status.DRIFT_REPAIRED, Action.REWRITE_OFFSETS, "quote_mismatch",
+        FailedCheck.QUOTE_MISMATCH, 97.5, "v1", "v2", Repair("d1#3", 4, 40, 99.0, "exact", -12),
+        "pricing", "help-center", None,
+    )  # fmt: skip
+    candidate = Candidate(7, verdict, JudgeInput("claim", "d1#3", 4, 40, "2026-11-01", "x", 36))
+    packed = pickle.loads(pickle.dumps(candidate.pack()))
+    assert Candidate.unpack(packed) == candidate
+    assert not any(isinstance(value, Verdict | Repair | JudgeInput) for value in packed)

@@ -30,6 +30,7 @@ __all__ = [
     "AGE_BANDS",
     "FAMILIES",
     "STRATA",
+    "KeyFilter",
     "StratifiedSample",
     "Stratum",
     "age_band",
@@ -86,9 +87,7 @@ def age_band(emitted_at: str | None, now: datetime) -> str:
     return "over_180d"
 
 
-def near_miss_family(
-    *, repaired: bool, claim: str, quote_chars: int, similarity: float | None
-) -> str:
+def near_miss_family(repaired: bool, claim: str, quote_chars: int, similarity: float | None) -> str:
     """The near-miss family of a judgeable citation (see :data:`FAMILIES` for precedence).
 
     ``similarity`` is the folded similarity (0-100) at the span the quote now holds; below 100
@@ -145,6 +144,30 @@ def sample_key(seed: int, line: int, index: int) -> int:
     return (hash((seed, line, index)) * 0x9E3779B97F4A7C15) & _MASK
 
 
+class KeyFilter:
+    """Per stratum, the ``capacity`` smallest keys seen so far: what one worker process of a
+    sweep knows without asking. A key that is not among them cannot be among the smallest of
+    the whole archive either, so a worker sends only the candidates this admits, and the
+    bottom-k of what it sent is the bottom-k of what it saw."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._heaps: dict[Stratum, list[int]] = {}  # max-heaps, keys negated
+
+    def admit(self, stratum: Stratum, key: int) -> bool:
+        """Whether ``key`` is, so far, among the ``capacity`` smallest of ``stratum``."""
+        heap = self._heaps.get(stratum)
+        if heap is None:
+            heap = self._heaps[stratum] = []
+        if len(heap) < self.capacity:
+            heapq.heappush(heap, -key)
+            return True
+        if key < -heap[0]:
+            heapq.heapreplace(heap, -key)
+            return True
+        return False
+
+
 class StratifiedSample(Generic[T]):
     """The sample of an archive: per stratum the ``size`` citations of smallest key (a uniform
     sample, mergeable however the archive was split), and how many each stratum held.
@@ -161,7 +184,7 @@ class StratifiedSample(Generic[T]):
         self.size = size
         self.seed = seed
         # twice the sample per stratum: round-robin over documents needs some to choose from
-        self._capacity = 2 * size
+        self.capacity = 2 * size
         self._seen: dict[Stratum, int] = {}
         # per stratum a max-heap (keys negated) of (-key, -arrival, document, item), at most
         # size long; the arrival number breaks ties between equal keys without comparing items
@@ -180,7 +203,7 @@ class StratifiedSample(Generic[T]):
         self._arrivals += 1
         entry = (-key, -self._arrivals, document, item)
         heap = self._heaps.setdefault(stratum, [])
-        if len(heap) < self._capacity:
+        if len(heap) < self.capacity:
             heapq.heappush(heap, entry)
         elif entry[:2] > heap[0][:2]:  # a smaller key (or an equal one that came first)
             heapq.heapreplace(heap, entry)
@@ -188,9 +211,7 @@ class StratifiedSample(Generic[T]):
     def thresholds(self) -> dict[Stratum, int]:
         """Per stratum, the key a candidate must be below to be worth offering (strata not
         listed take any key)."""
-        return {
-            s: -heap[0][0] + 1 for s, heap in self._heaps.items() if len(heap) >= self._capacity
-        }
+        return {s: -heap[0][0] + 1 for s, heap in self._heaps.items() if len(heap) >= self.capacity}
 
     @property
     def totals(self) -> dict[Stratum, int]:
