@@ -261,10 +261,7 @@ def run_sweep(
                     _write(coverage_out, checked.coverage, "coverage verdicts", CoverageOutputError)
                 summary.merge(checked.summary)
                 if sample is not None:
-                    for stratum, count in checked.counts.items():
-                        sample.count(stratum, count)
-                    for stratum, key, document, candidate in checked.candidates:
-                        sample.offer(stratum, key, document, candidate)
+                    sample.add(checked.counts, checked.candidates)
                 if progress is not None:
                     progress(source.position())
         except InputError as exc:

@@ -1,6 +1,9 @@
-"""A sweep's stratified sample, judged: the lexical judge first, the model judge for the rest.
+"""A sweep's stratified sample: drawn while the sweep checks, judged once it is done.
 
-The lexical judge settles what plainly disagrees in microseconds; only what it cannot settle
+Drawing (:class:`Drawing`) counts every judgeable citation in its stratum and keeps the
+candidates that may be in the sample, as plain tuples that cross processes cheaply. Judging
+(:class:`SampleJudging`) asks the lexical judge first and the model judge for the rest. The
+lexical judge settles what plainly disagrees in microseconds; only what it cannot settle
 goes to the model judge, at most ``concurrency`` calls at once, until the budget is spent: the
 citations left then are ``skipped`` with reason ``budget``. The budget is checked before each
 call starts, so calls already in flight may overrun it by at most ``concurrency`` calls' cost.
@@ -15,7 +18,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, fields
 from datetime import datetime
 from operator import attrgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from exporter.checks.entailment import (
     AsyncJudge,
@@ -26,6 +29,7 @@ from exporter.checks.entailment import (
     entailment_action,
     settled,
 )
+from exporter.checks.lexical import LexicalJudge
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Repair, Status, Verdict
 from exporter.outputs.entailment_report import EntailmentSummary
@@ -40,15 +44,20 @@ from exporter.pipeline.sampling import (
     sample_key,
 )
 
+if TYPE_CHECKING:
+    from exporter.settings import JudgeSettings
+
 __all__ = [
     "Candidate",
     "Drawing",
     "Judged",
     "PackedCandidate",
+    "SampleJudging",
     "chosen_candidates",
-    "judge_sample",
     "judge_sample_async",
+    "model_judge",
     "pack_candidate",
+    "sample_judging",
 ]
 
 # The longest the lexical judging of a sample keeps the event loop before giving it back.
@@ -165,6 +174,86 @@ def chosen_candidates(
         yield stratum, Candidate.unpack(packed)
 
 
+ModelFactory = Callable[[], AbstractAsyncContextManager[AsyncJudge]]
+
+
+def model_judge(settings: JudgeSettings) -> tuple[ModelFactory | None, int]:
+    """What makes the model judge the settings configure (None for the lexical judge alone),
+    and the calls it may have in flight. Raises SettingsError for an unusable configuration.
+    The HTTP client is imported only when a model judge is configured."""
+    from exporter.judge.openai import OpenAIJudge, OpenAIJudgeConfig  # noqa: PLC0415
+
+    config = OpenAIJudgeConfig.from_settings(settings)
+    if config is None:
+        return None, 1
+
+    def make() -> OpenAIJudge:
+        return OpenAIJudge(config)
+
+    return make, config.concurrency
+
+
+def sample_judging(
+    settings: JudgeSettings, high_severity_topics: frozenset[str], seed: int = 0
+) -> SampleJudging | None:
+    """How a sweep judges its sample under these settings; None when it judges none."""
+    if settings.judge_sweep_sample <= 0:
+        return None
+    model, concurrency = model_judge(settings)
+    return SampleJudging(
+        settings.judge_sweep_sample,
+        LexicalJudge(),
+        model,
+        high_severity_topics,
+        settings.judge_sweep_budget_usd,
+        concurrency,
+        seed,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SampleJudging:
+    """What judging a sweep's sample takes: its size and seed, the judges, the budget."""
+
+    size: int
+    lexical: SyncJudge
+    # makes the model judge in the event loop that asks it; None: the lexical judge alone
+    model: ModelFactory | None
+    high_severity_topics: frozenset[str]
+    budget_usd: float | None = None
+    concurrency: int = 1
+    seed: int = 0
+
+    @property
+    def judge_name(self) -> str:
+        return self.lexical.name if self.model is None else f"{self.lexical.name}+openai"
+
+    def summary(self, totals: dict[Stratum, int]) -> EntailmentSummary:
+        """An empty summary of this judging, for a sample drawn from ``totals``."""
+        summary = EntailmentSummary(
+            judge=self.judge_name, sample_size=self.size, concurrency=self.concurrency
+        )
+        summary.totals = totals
+        return summary
+
+    async def judge(
+        self, sample: StratifiedSample[PackedCandidate], store: ChunkStore
+    ) -> tuple[list[Judged], EntailmentSummary]:
+        """Judge the sample drawn; the judgements and their summary."""
+        summary = self.summary(sample.totals)
+        judged = await judge_sample_async(
+            chosen_candidates(sample),
+            store,
+            self.lexical,
+            self.model,
+            summary,
+            high_severity_topics=self.high_severity_topics,
+            budget_usd=self.budget_usd,
+            concurrency=self.concurrency,
+        )
+        return judged, summary
+
+
 @dataclass(frozen=True, slots=True)
 class Judged:
     stratum: Stratum
@@ -172,32 +261,6 @@ class Judged:
     judgement: Judgement
     action: EntailmentAction
     called: bool  # whether the model judge was called for it (its cost counts)
-
-
-def judge_sample(
-    chosen: Iterable[tuple[Stratum, Candidate]],
-    store: ChunkStore,
-    lexical: SyncJudge,
-    model: Callable[[], AbstractAsyncContextManager[AsyncJudge]] | None,
-    summary: EntailmentSummary,
-    *,
-    high_severity_topics: frozenset[str],
-    budget_usd: float | None = None,
-    concurrency: int = 1,
-) -> list[Judged]:
-    """:func:`judge_sample_async` for a caller without an event loop (the sweep command)."""
-    return asyncio.run(
-        judge_sample_async(
-            chosen,
-            store,
-            lexical,
-            model,
-            summary,
-            high_severity_topics=high_severity_topics,
-            budget_usd=budget_usd,
-            concurrency=concurrency,
-        )
-    )
 
 
 async def judge_sample_async(

@@ -164,6 +164,17 @@ def consume_citation_verdicts(
     return asyncio.run(_consume(bootstrap, topic, count, seconds, _is_citation_verdict))
 
 
+def consume_values(
+    bootstrap: str, topic: str, count: int, keep: Callable[[dict[str, Any]], bool], seconds: float
+) -> list[dict[str, Any]]:
+    """The JSON values of a topic that ``keep`` accepts, read from the beginning until
+    ``count`` (or time) are seen."""
+    records = asyncio.run(
+        _consume(bootstrap, topic, count, seconds, lambda record: keep(orjson.loads(record.value)))
+    )
+    return [orjson.loads(record.value) for record in records]
+
+
 async def _end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None)
     await consumer.start()

@@ -20,6 +20,7 @@ from kafka_support import (
     answer_messages,
     chunk_messages,
     consume,
+    consume_values,
     create_topics,
     expected_verdicts,
     produce,
@@ -290,9 +291,19 @@ def _sweep_gauges(samples: dict[Any, float]) -> dict[str, float]:
     }
 
 
+def _judged_by_a_file_sweep(scenario: dict[str, Path], out: Path) -> list[dict[str, Any]]:
+    """Every judgeable citation of the scenario, judged by the lexical judge."""
+    files = ["--chunks", str(scenario["chunks"]), "--citations", str(scenario["citations"])]
+    main(["sweep", *files, "--judge-sample", "1000000", "--judge-out", str(out), "--jobs", "1"])
+    return [orjson.loads(line) for line in out.read_bytes().splitlines()]
+
+
 def test_a_control_message_starts_a_sweep_whose_gauges_are_right(
     bootstrap: str, scenario: dict[str, Path], tmp_path: Path
 ) -> None:
+    judgeable = _judged_by_a_file_sweep(scenario, tmp_path / "judged.jsonl")
+    assert len(judgeable) <= 2_000, "the service's default sample takes every one"
+    misstated = {j["citation_id"] for j in judgeable if j["entailment"]["result"] == "not_entailed"}
     topics = create_topics(bootstrap)
     produce(bootstrap, topics.chunks, chunk_messages(scenario["chunks"]))
     produce(bootstrap, topics.answers, answer_messages(scenario["citations"]))
@@ -311,9 +322,20 @@ def test_a_control_message_starts_a_sweep_whose_gauges_are_right(
             ],
         )
         exporter.wait_for("citation_sweep_last_completed_timestamp_seconds", 1)
+        # then the sweep's sample is judged: all of it, as the file sweep judged it
+        exporter.wait_for("citation_entailment_checks_total", len(judgeable), mode="sweep")
         samples = exporter.scrape()
     finally:
         assert exporter.stop() == 0
+    flagged = consume_values(
+        bootstrap,
+        topics.verdicts,
+        len(misstated),
+        lambda v: v.get("check") == "entailment" and v["mode"] == "sweep",
+        seconds=30,
+    )
+    assert sorted(v["citation_id"] for v in flagged) == sorted(misstated) != []
+    assert total(samples, "citation_entailment_checks_total", mode="sweep") == len(judgeable)
     statuses = Counter(e["status"] for e in expected)
     gauges = _sweep_gauges(samples)
     assert gauges == {

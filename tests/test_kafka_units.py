@@ -22,8 +22,11 @@ from fake_kafka import FakeBroker, FakeConsumer, FakeProducer
 from prometheus_client import CollectorRegistry
 
 from exporter.checks.engine import Policy
+from exporter.checks.entailment import EntailmentResult, Judgement
+from exporter.checks.lexical import LexicalJudge
 from exporter.checks.verdict import Status
 from exporter.errors import RestartRequired
+from exporter.judging import SampleJudging
 from exporter.kafka import runtime, topic_sweep
 from exporter.kafka.answers import AnswerChecker
 from exporter.kafka.chunks import ChunkFollower
@@ -130,7 +133,9 @@ class Rig:
         checker.subscribe()
         return consumer, checker
 
-    def sweeps(self, held: asyncio.Semaphore | None = None) -> SweepRunner:
+    def sweeps(
+        self, held: asyncio.Semaphore | None = None, judging: SampleJudging | None = None
+    ) -> SweepRunner:
         """A runner whose sweeps read 3 records a fetch (each started when ``held`` releases),
         their consumers kept for the test."""
 
@@ -149,6 +154,7 @@ class Rig:
             pipeline=lambda: self.pipeline,
             metrics=self.metrics,
             publisher=self.publisher,
+            judging=judging,
         )
 
     def total(self, name: str, **labels: str) -> float:
@@ -389,6 +395,78 @@ def test_a_sweep_of_a_topic_ending_in_a_transaction_marker_completes() -> None:
 
     asyncio.run(scenario())
     assert runner.completed == 1
+
+
+class CountingModel:
+    """A model judge that says entailed to whatever it is asked, and remembers the claims."""
+
+    name = "openai"
+
+    def __init__(self) -> None:
+        self.claims: list[str] = []
+
+    async def __aenter__(self) -> CountingModel:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        return None
+
+    async def judge(self, claim: str, evidence: str) -> Judgement:
+        self.claims.append(claim)
+        return Judgement(EntailmentResult.ENTAILED, self.name, "model", 0.1, 0.0004, 90, 2)
+
+
+def test_a_sweep_judges_a_sample_after_its_gauges_and_publishes_what_is_not_entailed() -> None:
+    rig = Rig()
+    rig.pipeline = WatchedPipeline(
+        store_of(chunk_record("d", 0, TEXT)), Policy(), sweep_judge_rate=1.0
+    )
+    claims = ["The refund window is 60 days.", "Refunds are possible for a while."]
+    for i in range(8):
+        cited = {"doc_id": "d", "doc_version": "v1", "chunk_id": "d#0", "chunk_span": [4, 32]}
+        citation = {"citation_id": f"c{i}", "quote": "refund window is thirty days", **cited}
+        answer = {"answer_id": f"a{i}", "topic": "pricing", "citations": [citation]}
+        answer["citations"][0]["claim"] = claims[i % 2]
+        rig.broker.append(ANSWERS, orjson.dumps(answer), partition=i % 2)
+    model = CountingModel()
+    judged_after_the_gauges: list[bool] = []
+
+    def make_model() -> CountingModel:
+        judged_after_the_gauges.append(rig.metrics.state.last_sweep is not None)
+        return model
+
+    judging = SampleJudging(100, LexicalJudge(), make_model, frozenset({"pricing"}))
+    _sweep(rig.sweeps(judging=judging))
+    # the lexical judge settles the misstated number; the model is asked only the paraphrases
+    assert sorted(model.claims) == [claims[1]] * 4
+    assert judged_after_the_gauges == [True]
+    assert rig.total("citation_entailment_checks_total", mode="sweep", result="not_entailed") == 4
+    assert rig.total("citation_entailment_checks_total", mode="sweep", judge="openai") == 4
+    assert rig.total("citation_entailment_cost_dollars_total", mode="sweep") == pytest.approx(
+        0.0016
+    )
+    flagged = [v for v in rig.published() if v.get("check") == "entailment"]
+    assert sorted(v["citation_id"] for v in flagged) == ["c0", "c2", "c4", "c6"]
+    assert {v["mode"] for v in flagged} == {"sweep"}
+    assert {v["entailment"]["action"] for v in flagged} == {"suppress_claim"}  # a pricing claim
+    assert all(v["partition"] == 0 for v in flagged)  # where each came from, for provenance
+    assert sorted(v["offset"] for v in flagged) == [0, 1, 2, 3]
+
+
+def test_a_sweep_without_judging_keeps_no_claims() -> None:
+    rig = Rig()
+    seen: list[Outcome] = []
+    original = rig.pipeline.answer
+
+    def answer(record: Record, mode: Mode = Mode.INLINE) -> Outcome:
+        outcome = original(record, mode)
+        seen.append(outcome)
+        return outcome
+
+    rig.pipeline.answer = answer  # type: ignore[method-assign]
+    _archive(rig)
+    _sweep(rig.sweeps())
+    assert seen and all(item.judge_input is None for o in seen for item in o.checked)
 
 
 # -- readiness ---------------------------------------------------------------------------------

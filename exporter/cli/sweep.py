@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -16,7 +17,6 @@ from tqdm import tqdm
 
 from exporter.checks.claims import load_classifier
 from exporter.checks.engine import Policy
-from exporter.checks.lexical import LexicalJudge
 from exporter.checks.store import ChunkStore
 from exporter.cli.common import (
     EXIT_CODES,
@@ -37,9 +37,8 @@ from exporter.cli.common import (
 from exporter.defaults import DEFAULT_HIGH_SEVERITY_TOPICS, DEFAULT_THRESHOLD
 from exporter.errors import SettingsError
 from exporter.file_sweep import CoverageOutputError, load_store, run_sweep
-from exporter.judging import PackedCandidate, chosen_candidates, judge_sample
+from exporter.judging import PackedCandidate, SampleJudging, sample_judging
 from exporter.memory import freeze_long_lived
-from exporter.outputs.entailment_report import EntailmentSummary
 from exporter.outputs.report import SweepSummary
 from exporter.outputs.verdicts import entailment_json
 from exporter.pipeline.sampling import StratifiedSample
@@ -54,7 +53,6 @@ from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
 
 if TYPE_CHECKING:
-    from exporter.judge.openai import OpenAIJudgeConfig
     from exporter.settings import JudgeSettings
 
 EXAMPLES = """\
@@ -193,13 +191,13 @@ def _judge_settings(args: argparse.Namespace) -> JudgeSettings:
         ) from None
 
 
-def _model_judge(settings: JudgeSettings) -> OpenAIJudgeConfig | None:
-    """The model judge's configuration; None for the lexical judge alone."""
-    # imported here: the sweep starts without the HTTP client unless it calls a model
-    from exporter.judge.openai import OpenAIJudgeConfig  # noqa: PLC0415
-
+def _sample_judging(
+    settings: JudgeSettings, high_severity_topics: frozenset[str], seed: int
+) -> SampleJudging | None:
+    """How the sample is judged (None: no sample); a judge that cannot be configured is a
+    usage error before the sweep starts."""
     try:
-        return OpenAIJudgeConfig.from_settings(settings)
+        return sample_judging(settings, high_severity_topics, seed)
     except SettingsError as exc:
         raise UsageError(str(exc)) from None
 
@@ -304,35 +302,15 @@ def _sweep_files(
 
 def _judge(
     args: argparse.Namespace,
-    settings: JudgeSettings,
+    judging: SampleJudging,
     sample: StratifiedSample[PackedCandidate],
     store: ChunkStore,
     summary: SweepSummary,
     *,
-    high_severity_topics: frozenset[str],
     inputs: tuple[str, str],
 ) -> None:
     """Judge the sample drawn during the sweep; write the judged citations to --judge-out."""
-    from exporter.judge.openai import OpenAIJudge  # noqa: PLC0415 - see _model_judge
-
-    lexical = LexicalJudge()
-    config = _model_judge(settings)
-    entailment = EntailmentSummary(
-        judge=lexical.name if config is None else f"{lexical.name}+openai",
-        sample_size=settings.judge_sweep_sample,
-        concurrency=1 if config is None else config.concurrency,
-    )
-    entailment.totals = sample.totals
-    judged = judge_sample(
-        chosen_candidates(sample),
-        store,
-        lexical,
-        None if config is None else lambda: OpenAIJudge(config),
-        entailment,
-        high_severity_topics=high_severity_topics,
-        budget_usd=settings.judge_sweep_budget_usd,
-        concurrency=1 if config is None else config.concurrency,
-    )
+    judged, entailment = asyncio.run(judging.judge(sample, store))
     summary.entailment = entailment
     if not args.judge_out:
         return
@@ -440,20 +418,17 @@ def run(args: argparse.Namespace) -> int:
         classifier = load_classifier(args.coverage_classifier)
     except SettingsError as exc:
         raise UsageError(f"--coverage-classifier: {exc}") from None
-    judge_settings = _judge_settings(args)
-    sampling = judge_settings.judge_sweep_sample > 0
-    if sampling:
-        _model_judge(judge_settings)  # a judge that cannot be configured fails before the sweep
+    judging = _sample_judging(_judge_settings(args), args.high_severity_topics, args.seed)
     policy = Policy(
         threshold=args.threshold,
         high_severity_topics=args.high_severity_topics,
         limits=limits,
         classifier=classifier,
         coverage=not args.no_coverage,
-        judge_rate=1.0 if sampling else 0.0,
+        judge_rate=0.0 if judging is None else 1.0,
     )
     sample: StratifiedSample[PackedCandidate] | None = (
-        StratifiedSample(judge_settings.judge_sweep_sample, args.seed) if sampling else None
+        None if judging is None else StratifiedSample(judging.size, judging.seed)
     )
     if args.no_coverage and args.coverage_out:
         raise UsageError("--coverage-out needs coverage: drop --no-coverage")
@@ -505,16 +480,8 @@ def run(args: argparse.Namespace) -> int:
             )
             where = "standard output" if path == "-" else path
             raise UsageError(f"{option} {where}: {exc}") from None
-        if sample is not None:
-            _judge(
-                args,
-                judge_settings,
-                sample,
-                store,
-                summary,
-                high_severity_topics=policy.high_severity_topics,
-                inputs=(chunks, citations),
-            )
+        if judging is not None and sample is not None:
+            _judge(args, judging, sample, store, summary, inputs=(chunks, citations))
     _report(args, summary)
     missing = summary.missing_input()
     if missing is not None and not args.allow_empty:

@@ -26,7 +26,7 @@ from exporter.checks.lexical import LexicalJudge
 from exporter.checks.store import ChunkStore
 from exporter.errors import RestartRequired
 from exporter.judge.background import BackgroundJudge, HourlyBudget
-from exporter.judge.openai import OpenAIJudge, OpenAIJudgeConfig
+from exporter.judging import model_judge, sample_judging
 from exporter.kafka.answers import AnswerChecker
 from exporter.kafka.chunks import ChunkFollower
 from exporter.kafka.clients import close, make_consumer, make_producer, topic_partitions
@@ -164,20 +164,7 @@ class Exporter:
             settings.sweep_quiet_seconds,
             on_new_chunker=lambda _: setattr(self.state, "last_chunker_change", time.time()),
         )
-        pipeline = Pipeline(
-            store,
-            self.policy,
-            publish_all=settings.publish_all_verdicts,
-            watch=watch,
-        )
-        sweeps = SweepRunner(
-            lambda: make_consumer(settings, "sweep"),
-            settings.answers_topic,
-            lambda: topic_partitions(producer, settings.answers_topic, "answers_topic", settings),
-            pipeline=lambda: pipeline,
-            metrics=self.metrics,
-            publisher=publisher,
-        )
+        pipeline, sweeps = self._pipeline_and_sweeps(store, watch, producer, publisher)
         try:
             for client in (producer, chunk_consumer):
                 await client.start()
@@ -238,20 +225,40 @@ class Exporter:
             for client in reversed(clients):
                 await close(client)
 
+    def _pipeline_and_sweeps(
+        self,
+        store: ChunkStore,
+        watch: ReindexWatch,
+        producer: AIOKafkaProducer,
+        publisher: Publisher,
+    ) -> tuple[Pipeline, SweepRunner]:
+        """The pipeline, and the sweeps of the answer topic that judge a sample of it."""
+        settings = self.settings
+        judging = sample_judging(settings, settings.high_severity_topics)
+        pipeline = Pipeline(
+            store,
+            self.policy,
+            publish_all=settings.publish_all_verdicts,
+            watch=watch,
+            sweep_judge_rate=0.0 if judging is None else 1.0,
+        )
+        sweeps = SweepRunner(
+            lambda: make_consumer(settings, "sweep"),
+            settings.answers_topic,
+            lambda: topic_partitions(producer, settings.answers_topic, "answers_topic", settings),
+            pipeline=lambda: pipeline,
+            metrics=self.metrics,
+            publisher=publisher,
+            judging=judging,
+        )
+        return pipeline, sweeps
+
     def _background_judge(self, store: ChunkStore, publisher: Publisher) -> BackgroundJudge | None:
         """The judge behind the response, when a sample of live citations is to be judged."""
         settings = self.settings
         if not settings.judge_sample_rate:
             return None
-        model = None
-        concurrency = 1
-        config = OpenAIJudgeConfig.from_settings(settings)
-        if config is not None:
-            concurrency = config.concurrency
-
-            def model() -> OpenAIJudge:
-                return OpenAIJudge(config)
-
+        model, concurrency = model_judge(settings)
         return BackgroundJudge(
             store=store,
             lexical=LexicalJudge(),

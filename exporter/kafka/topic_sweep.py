@@ -13,6 +13,12 @@ SIGTERM interrupted is read again and run at the next start.
 Its results are counted with ``mode="sweep"`` and summarised in the ``citation_sweep_*``
 gauges when it completes; failing verdicts are published with ``"mode": "sweep"``. Invalid
 inputs were dead-lettered when first consumed and are only counted here.
+
+A sweep also draws a stratified sample of the archive's judgeable citations
+(``judge_sweep_sample``, 2,000 by default) and, once its gauges are set (the post-sweep alert
+never waits for a judge), judges it as ``citation-exporter sweep`` does: counted with
+``mode="sweep"`` in the ``citation_entailment_*`` metrics, ``not_entailed`` results published
+like the judge behind the response's, and a log line with the sample's results and cost.
 """
 
 from __future__ import annotations
@@ -22,10 +28,13 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from aiokafka import TopicPartition
 
+from exporter.checks.entailment import EntailmentResult
+from exporter.judging import Drawing, PackedCandidate, SampleJudging
 from exporter.kafka.answers import YIELD_SECONDS
 from exporter.kafka.clients import close
 from exporter.kafka.fetching import Fetcher
@@ -35,13 +44,21 @@ from exporter.outputs.metrics import ExporterMetrics
 from exporter.outputs.report import SweepSummary
 from exporter.outputs.state import SweepResult
 from exporter.pipeline.core import Pipeline
-from exporter.pipeline.outcome import Mode, Outcome
+from exporter.pipeline.outcome import Mode, Origin, Outcome
+from exporter.pipeline.sampling import StratifiedSample, Stratum
 
 __all__ = ["SweepRunner"]
 
 log = logging.getLogger(__name__)
 
 _FIRST_RETRY_SECONDS = 1.0
+# The results a sweep's log line gives besides the sample's size.
+_REPORTED = (
+    EntailmentResult.NOT_ENTAILED,
+    EntailmentResult.UNKNOWN,
+    EntailmentResult.ERROR,
+    EntailmentResult.SKIPPED,
+)
 _MAX_RETRY_SECONDS = 60.0
 
 
@@ -57,8 +74,10 @@ class SweepRunner:
         pipeline: Callable[[], Pipeline],
         metrics: ExporterMetrics,
         publisher: Publisher,
+        judging: SampleJudging | None = None,
     ) -> None:
         self._make_consumer = make_consumer
+        self._judging = judging
         self._topic = topic
         self._partitions = partitions
         self._pipeline = pipeline
@@ -129,15 +148,19 @@ class SweepRunner:
         state.sweep_running, state.sweep_progress = True, 0.0
         consumer = self._make_consumer()
         summary = SweepSummary()
+        judging = self._judging
+        sample: StratifiedSample[PackedCandidate] | None = None
+        if judging is not None:
+            sample = StratifiedSample(judging.size, judging.seed)
         try:
             await consumer.start()
-            await self._read_archive(consumer, summary)
+            await self._read_archive(consumer, summary, sample)
         finally:
             await close(consumer)
         duration = time.monotonic() - started
+        # the span checks' results first: the post-sweep alert must not wait for a judge
         state.last_sweep = SweepResult(dict(summary.statuses), started_wall + duration, duration)
         state.sweep_running, state.sweep_progress = False, 1.0
-        self.completed += 1
         log.info(
             "sweep completed in %.1f s (%s): %d citations, drift ratio %.2f%%, superseded "
             "ratio %.2f%%",
@@ -147,9 +170,57 @@ class SweepRunner:
             summary.drift_ratio * 100,
             summary.superseded_ratio * 100,
         )
+        if judging is not None and sample is not None:
+            await self._judge(judging, sample, summary)
+        self.completed += 1
 
-    async def _read_archive(self, consumer: Consumer, summary: SweepSummary) -> None:
-        """Check every message from the earliest offsets up to the end offsets seen now."""
+    async def _judge(
+        self,
+        judging: SampleJudging,
+        sample: StratifiedSample[PackedCandidate],
+        summary: SweepSummary,
+    ) -> None:
+        """Judge the sample drawn; count the judgements (mode sweep) and publish the
+        not_entailed ones, as the judge behind the response does."""
+        judged, entailment = await judging.judge(sample, self._pipeline().store)
+        summary.entailment = entailment
+        self._metrics.judged(
+            Mode.SWEEP, [item.judgement for item in judged], [item.called for item in judged]
+        )
+        sent: list[Awaitable[Any]] = []
+        for item in judged:
+            if item.judgement.result is not EntailmentResult.NOT_ENTAILED:
+                continue
+            candidate = item.candidate
+            origin = Origin(self._topic, candidate.partition or 0, candidate.line)
+            sent.append(
+                await self._publisher.entailment(
+                    candidate.verdict, item.judgement, item.action, origin, Mode.SWEEP
+                )
+            )
+        await self._publisher.delivered(sent)
+        log.info(
+            "sweep judged %d of %d judgeable citations (%s): %d not entailed, %d unknown, "
+            "%d errors, %d skipped; %d model calls, $%.4f",
+            sum(entailment.sampled.values()),
+            entailment.judgeable,
+            entailment.judge,
+            *(entailment.result_count(result) for result in _REPORTED),
+            entailment.calls,
+            entailment.cost_usd,
+        )
+
+    async def _read_archive(
+        self,
+        consumer: Consumer,
+        summary: SweepSummary,
+        sample: StratifiedSample[PackedCandidate] | None,
+    ) -> None:
+        """Check every message from the earliest offsets up to the end offsets seen now;
+        draw ``sample`` from their judgeable citations when given."""
+        drawing = None
+        if sample is not None:
+            drawing = Drawing(datetime.now(UTC), sample.seed, sample.capacity)
         fetcher = Fetcher(consumer, self._metrics)
         assigned = [TopicPartition(self._topic, p) for p in sorted(await self._partitions())]
         consumer.assign(assigned)
@@ -166,12 +237,24 @@ class SweepRunner:
                 done[tp] = max(done[tp], skipped_to)  # an unreadable batch is behind us
             sent: list[Any] = []
             outcomes: list[Outcome] = []
+            thresholds = {} if sample is None else sample.thresholds()
+            counts: dict[Stratum, int] = {}
+            candidates: list[tuple[Stratum, int, str, PackedCandidate]] = []
             for tp, records in batches.items():
                 for record in records:
                     if record.offset >= targets[tp]:
                         break
                     outcome = self._pipeline().answer(record, Mode.SWEEP)
                     outcomes.append(outcome)
+                    if drawing is not None:
+                        drawing.add(
+                            outcome.checked,
+                            record.offset,
+                            thresholds,
+                            counts,
+                            candidates,
+                            partition=tp.partition,
+                        )
                     summary.add_outcome(outcome, f"{tp.topic}/{tp.partition}@{record.offset}")
                     # failing verdicts only: invalid inputs were dead-lettered when consumed
                     for verdict in outcome.publish:
@@ -187,6 +270,8 @@ class SweepRunner:
                 # transaction marker), and a sweep waiting for one would never complete
                 done[tp] = max(done[tp], await consumer.position(tp))
             remaining = {tp for tp in remaining if done[tp] < targets[tp]}
+            if sample is not None:
+                sample.add(counts, candidates)
             await self._publisher.delivered(sent)
             self._metrics.record(outcomes)
             progress = sum(done[tp] - beginnings[tp] for tp in assigned) / work

@@ -13,6 +13,7 @@ with a bounded reason, so the caller can commit past it and go on.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -66,9 +67,13 @@ class Pipeline:
         *,
         publish_all: bool = False,
         watch: ReindexWatch | None = None,
+        sweep_judge_rate: float = 0.0,
     ) -> None:
         self.store = store
         self._policy = policy
+        # a sweep drawing a sample for the judge keeps the claim and evidence of every
+        # judgeable citation (the sample is drawn from all of them); inline, judge_rate's share
+        self._sweep_policy = dataclasses.replace(policy, judge_rate=sweep_judge_rate)
         self._publish_all = publish_all
         self._watch = watch
 
@@ -111,8 +116,9 @@ class Pipeline:
     def answer(self, record: Record, mode: Mode = Mode.INLINE) -> Outcome:
         """Check every citation of one answer message; say what to publish."""
         origin = Origin(record.topic, record.partition, record.offset)
+        policy = self._sweep_policy if mode is Mode.SWEEP else self._policy
         outcome = check_message(
-            record.value, record.key, origin, store=self.store, policy=self._policy, mode=mode
+            record.value, record.key, origin, store=self.store, policy=policy, mode=mode
         )
         publish_all = self._publish_all and mode is Mode.INLINE
         for checked in outcome.checked:

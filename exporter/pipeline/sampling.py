@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Generic, TypeVar
@@ -207,6 +207,16 @@ class StratifiedSample(Generic[T]):
             heapq.heappush(heap, entry)
         elif entry[:2] > heap[0][:2]:  # a smaller key (or an equal one that came first)
             heapq.heapreplace(heap, entry)
+
+    def add(
+        self, counts: dict[Stratum, int], candidates: Iterable[tuple[Stratum, int, str, T]]
+    ) -> None:
+        """What part of an archive came to: its judgeable citations per stratum, and the
+        candidates (stratum, key, document, item) it offers."""
+        for stratum, seen in counts.items():
+            self.count(stratum, seen)
+        for stratum, key, document, item in candidates:
+            self.offer(stratum, key, document, item)
 
     def thresholds(self) -> dict[Stratum, int]:
         """Per stratum, the key a candidate must be below to be worth offering (strata not
