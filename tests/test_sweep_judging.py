@@ -87,6 +87,16 @@ def test_a_bad_judge_variable_is_named_before_the_sweep(
     assert message in error and error.count("\n") <= 2
 
 
+def test_a_judge_out_without_a_sample_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "judged.jsonl"
+    with pytest.raises(SystemExit, match="2"):
+        main(["sweep", "--example", "--judge-sample", "0", "--judge-out", str(out)])
+    assert "--judge-out needs a sample to judge" in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_the_service_s_other_variables_do_not_concern_the_sweep(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -65,6 +65,12 @@ examples:
   citation-exporter sweep --chunks chunks.jsonl --citations answers.jsonl \\
       --coverage-out coverage.jsonl
 
+  # judge the stratified sample (2,000 by default) with a model for what the lexical judge
+  # cannot settle, spending at most $2; the judged citations written for review
+  CITATION_EXPORTER_JUDGE_API_KEY=... citation-exporter sweep --chunks chunks.jsonl \
+      --citations answers.jsonl --judge openai --judge-base-url http://127.0.0.1:8000/v1 \
+      --judge-model qwen2.5-7b-instruct --judge-budget-usd 2 --judge-out judged.jsonl
+
   # the same as a JSON summary, for a CI step to parse
   citation-exporter sweep --chunks chunks.jsonl --citations - --format json < answers.jsonl
 
@@ -432,6 +438,11 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.no_coverage and args.coverage_out:
         raise UsageError("--coverage-out needs coverage: drop --no-coverage")
+    if judging is None and args.judge_out:
+        raise UsageError(
+            "--judge-out needs a sample to judge: --judge-sample is 0 (by the flag, or "
+            "CITATION_EXPORTER_JUDGE_SWEEP_SAMPLE)"
+        )
     jobs = _jobs(args.jobs)
     summary = SweepSummary(coverage_judged=not args.no_coverage)
     with workdir or nullcontext():

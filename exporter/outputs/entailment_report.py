@@ -125,7 +125,7 @@ class EntailmentSummary:
                 f"{self.completion_tokens:,} tokens, ${self.cost_usd:,.4f}, "
                 f"{self.wall_seconds:,.1f} s",
                 f"    the whole archive would take {whole['calls']:,} calls, "
-                f"{whole['hours']:,.1f} hours at concurrency {self.concurrency}, "
+                f"{_duration(whole['hours'] * 3600)} at concurrency {self.concurrency}, "
                 f"${whole['usd']:,.2f}",
             ]
         not_entailed = self.result_count(EntailmentResult.NOT_ENTAILED)
@@ -134,3 +134,12 @@ class EntailmentSummary:
                 f"    {not_entailed:,} not entailed: a prompt to look (a judge errs), not a verdict"
             )
         return lines
+
+
+def _duration(seconds: float) -> str:
+    """A time as people say it: seconds, minutes or hours."""
+    if seconds < 90:
+        return f"{seconds:,.0f} s"
+    if seconds < 5_400:
+        return f"{seconds / 60:,.0f} min"
+    return f"{seconds / 3600:,.1f} hours"
