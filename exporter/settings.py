@@ -83,6 +83,10 @@ _KUBERNETES_SERVICE_LINK = re.compile(
 
 
 _SASL_MECHANISMS_WITH_PASSWORD = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+# The largest sample a sweep may judge: a model judging 20,000 takes about 10 minutes at
+# concurrency 4 and $8, more than a sample needs (the summary projects the whole archive), and
+# the sample's memory grows with it.
+MAX_SWEEP_SAMPLE = 20_000
 # The settings' TOML file: a few dozen lines.
 MAX_CONFIG_FILE_BYTES = 1024 * 1024
 # An error message lists this many problems; the rest are counted.
@@ -113,8 +117,9 @@ class JudgeSettings(BaseSettings):
     judge_sample_rate: float = Field(0.01, ge=0.0, le=1.0)
     judge_queue_size: int = Field(1_000, ge=1, le=1_000_000)
     judge_budget_usd_per_hour: float | None = Field(None, ge=0.0, allow_inf_nan=False)
-    # in a sweep: the stratified sample judged, and what one sweep may spend on it
-    judge_sweep_sample: int = Field(2_000, ge=0, le=1_000_000)
+    # in a sweep: the stratified sample judged, and what one sweep may spend on it; the
+    # sample keeps at most 2 x this many candidates per stratum in memory (25 strata)
+    judge_sweep_sample: int = Field(2_000, ge=0, le=MAX_SWEEP_SAMPLE)
     judge_sweep_budget_usd: float | None = Field(None, ge=0.0, allow_inf_nan=False)
 
     @field_validator("judge_base_url", "judge_model", "judge_api_key", mode="before")

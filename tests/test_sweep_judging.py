@@ -256,7 +256,7 @@ def test_the_lexical_judge_flags_exactly_the_simulated_misclaims(tmp_path: Path)
     code = main(
         [
             "sweep", "--chunks", str(paths["chunks"]), "--citations", str(paths["citations"]),
-            "--judge-sample", "1000000", "--judge-out", str(out), "--now", NOW, "--jobs", "2",
+            "--judge-sample", "20000", "--judge-out", str(out), "--now", NOW, "--jobs", "2",
         ]
     )  # fmt: skip
     assert code == 1
@@ -301,3 +301,16 @@ def test_a_candidate_crosses_processes_whole() -> None:
     packed = pickle.loads(pickle.dumps(candidate.pack()))
     assert Candidate.unpack(packed) == candidate
     assert not any(isinstance(value, Verdict | Repair | JudgeInput) for value in packed)
+
+
+def test_a_long_claim_is_kept_for_the_judge_only_in_part(tmp_path: Path) -> None:
+    """A sweep's sample holds thousands of claims: a megabyte of claim keeps 2,000 characters
+    (the lexical judge reads at most 1,000, and says unknown to more)."""
+    chunks, citations = _archive(tmp_path, ["Refunds take 60 days. " + "x" * 1_000_000])
+    out = tmp_path / "judged.jsonl"
+    files = ["--chunks", str(chunks), "--citations", str(citations)]
+    assert main(["sweep", *files, "--judge-out", str(out), "--jobs", "1"]) == 0
+    (judged,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert judged["claim"].startswith("Refunds take 60 days. xxx")
+    assert judged["claim"].endswith(" [truncated]") and len(judged["claim"]) == 2_012
+    assert judged["entailment"]["result"] == "unknown"

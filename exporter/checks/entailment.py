@@ -15,14 +15,27 @@ from enum import StrEnum
 from typing import Protocol
 
 __all__ = [
+    "CLAIM_CHARS_KEPT",
     "AsyncJudge",
     "EntailmentAction",
     "EntailmentResult",
     "Judgement",
     "SyncJudge",
     "entailment_action",
+    "kept_claim",
     "settled",
 ]
+
+# The most of a claim kept for a judge: the lexical judge reads at most 1,000 characters (a
+# longer claim is unknown to it), and a sentence of thousands is not a sentence a model should
+# be paid to read whole. A sweep's sample holds thousands of claims at once: this bounds it.
+CLAIM_CHARS_KEPT = 2_000
+_CUT = " [truncated]"
+
+
+def kept_claim(claim: str) -> str:
+    """The claim a judge is given: whole, or its first CLAIM_CHARS_KEPT characters, marked."""
+    return claim if len(claim) <= CLAIM_CHARS_KEPT else claim[:CLAIM_CHARS_KEPT] + _CUT
 
 
 class EntailmentResult(StrEnum):

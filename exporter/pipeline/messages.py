@@ -19,6 +19,7 @@ from exporter.checks.coverage import (
     invalid_coverage,
 )
 from exporter.checks.engine import Policy, check_or_report, invalid_verdict
+from exporter.checks.entailment import kept_claim
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status, Verdict
 from exporter.pipeline.outcome import (
@@ -147,7 +148,9 @@ def _judge_input(
         claim = sentence if type(sentence) is str else None
     if claim is None or not claim.strip():
         return None
-    return JudgeInput(claim, chunk_id, start, end, emitted_at, citation.topic, len(citation.quote))
+    return JudgeInput(
+        kept_claim(claim), chunk_id, start, end, emitted_at, citation.topic, len(citation.quote)
+    )
 
 
 def _coverage(
