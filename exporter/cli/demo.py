@@ -5,10 +5,19 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from exporter.cli.common import EXIT_OK, UsageError, positive
 from exporter.defaults import DEFAULT_METRICS_PORT
+
+if TYPE_CHECKING:
+    from exporter.judge.thread import JudgeThread
+    from exporter.settings import Settings
+
+# The judge's settings the demo's flags override (by setting name; each flag is its name).
+_JUDGE_FLAGS = ("judge", "judge_base_url", "judge_model")
+# The model judge's queue in the demo: what waits for it at most; more is dropped (counted).
+_MODEL_QUEUE_SIZE = 100
 
 
 def add_parser(commands: Any) -> None:
@@ -45,6 +54,92 @@ def add_parser(commands: Any) -> None:
     demo.add_argument(
         "--serve", action="store_true", help="keep serving /metrics after the demo, until Ctrl-C"
     )
+    _add_judge_options(demo)
+
+
+def _add_judge_options(demo: Any) -> None:
+    judging = demo.add_argument_group(
+        "entailment: does each quote establish its claim?",
+        "The lexical judge (offline, microseconds) judges every judgeable citation; a model "
+        "judge, when one is configured, is asked behind the traffic what the lexical judge "
+        "cannot settle (the demo never waits for it). Its timeout, concurrency, prices and "
+        "budget are read from the CITATION_EXPORTER_JUDGE_* variables, as the service reads "
+        "them.",
+    )
+    judging.add_argument(
+        "--judge",
+        choices=("lexical", "openai"),
+        help="lexical alone, or also a model behind an OpenAI-compatible endpoint "
+        "(default: $CITATION_EXPORTER_JUDGE, else lexical)",
+    )
+    judging.add_argument(
+        "--judge-base-url",
+        metavar="URL",
+        help="the model's endpoint, e.g. http://127.0.0.1:8000/v1 (default: "
+        "$CITATION_EXPORTER_JUDGE_BASE_URL); the key is read from "
+        "$CITATION_EXPORTER_JUDGE_API_KEY, never from a flag",
+    )
+    judging.add_argument(
+        "--judge-model",
+        metavar="NAME",
+        help="the model to ask (default: $CITATION_EXPORTER_JUDGE_MODEL)",
+    )
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    """The service's settings for the demo: served on 127.0.0.1, every judgeable citation
+    judged by the lexical judge (microseconds, to show flags), the --judge* flags over the
+    CITATION_EXPORTER_JUDGE_* variables."""
+    from exporter.settings import SettingsError, load_settings  # noqa: PLC0415
+
+    judging = {
+        name: getattr(args, name) for name in _JUDGE_FLAGS if getattr(args, name) is not None
+    }
+    try:
+        return load_settings(
+            None,
+            metrics_host="127.0.0.1",
+            metrics_port=args.metrics_port,
+            judge_sample_rate=1.0,
+            **judging,
+        )
+    except SettingsError as exc:
+        raise UsageError(_with_judge_hint(str(exc))) from None
+
+
+def _with_judge_hint(message: str) -> str:
+    """A judge's error that names no flag says where the judge is set."""
+    if "judge" not in message or "--judge" in message:
+        return message
+    return (
+        f"{message} (the demo's judge is set by its --judge* flags, else by the "
+        "CITATION_EXPORTER_JUDGE_* variables)"
+    )
+
+
+def _model_judge(settings: Settings) -> tuple[JudgeThread, str] | None:
+    """The model judge the settings configure, in a thread of its own, and its name; None
+    for the lexical judge alone."""
+    if settings.judge != "openai":
+        return None
+    # imported here: the demo starts without the HTTP client unless it calls a model
+    from exporter.errors import SettingsError  # noqa: PLC0415
+    from exporter.judge.background import HourlyBudget  # noqa: PLC0415
+    from exporter.judge.openai import OpenAIJudge, OpenAIJudgeConfig  # noqa: PLC0415
+    from exporter.judge.thread import JudgeThread  # noqa: PLC0415
+
+    try:
+        config = OpenAIJudgeConfig.from_settings(settings)
+    except SettingsError as exc:
+        raise UsageError(_with_judge_hint(str(exc))) from None
+    assert config is not None, "an openai judge has its configuration"
+    thread = JudgeThread(
+        lambda: OpenAIJudge(config),
+        queue_size=min(settings.judge_queue_size, _MODEL_QUEUE_SIZE),
+        concurrency=config.concurrency,
+        budget=HourlyBudget(settings.judge_budget_usd_per_hour),
+    )
+    return thread, f"{config.model} at {config.base_url}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,27 +148,28 @@ def run(args: argparse.Namespace) -> int:
     from exporter.checks.lexical import LexicalJudge  # noqa: PLC0415
     from exporter.cli.offline import OfflineExporter  # noqa: PLC0415
     from exporter.pipeline.demo import run_demo  # noqa: PLC0415
-    from exporter.pipeline.outcome import Mode  # noqa: PLC0415
-    from exporter.settings import SettingsError, load_settings  # noqa: PLC0415
+    from exporter.pipeline.demo_entailment import DemoEntailment  # noqa: PLC0415
 
+    settings = _settings(args)
+    model = _model_judge(settings)
     disable_created_metrics()  # type: ignore[no-untyped-call]
-    try:
-        # every judgeable citation is judged by the lexical judge (microseconds), to show flags
-        settings = load_settings(
-            None,
-            metrics_host="127.0.0.1",
-            metrics_port=args.metrics_port,
-            judge_sample_rate=1.0,
-        )
-    except SettingsError as exc:
-        raise UsageError(str(exc)) from None
     try:
         exporter = OfflineExporter(settings)
         exporter.http.start()
     except OSError as exc:
         raise UsageError(f"cannot serve metrics on port {args.metrics_port}: {exc}") from None
     url = f"http://127.0.0.1:{exporter.http.port}/metrics"
+    thread, model_name = model if model is not None else (None, "")
+    entailment = DemoEntailment(
+        LexicalJudge(),
+        exporter.pipeline.store,
+        exporter.metrics,
+        model=thread,
+        model_name=model_name,
+    )
     try:
+        if thread is not None:
+            thread.start()
         summary = run_demo(
             exporter.pipeline,
             sys.stdout,
@@ -83,12 +179,10 @@ def run(args: argparse.Namespace) -> int:
             answers_topic=settings.answers_topic,
             seconds_per_phase=args.seconds_per_phase,
             answers=args.answers,
-            judge=LexicalJudge(),
-            record_judged=lambda judged: exporter.metrics.judged(
-                Mode.INLINE, judged, [False] * len(judged)
-            ),
+            entailment=entailment,
         )
         print(summary.render_text(None, title="demo, all phases"))
+        print(f"\n  {entailment.summary()}")
         print(
             "\nThe chunk-size change made citations drift: repaired with their shift, and paging;"
             "\nthe content refresh made others superseded: pinned, never moved, never paging;"
@@ -102,5 +196,7 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     finally:
+        if thread is not None:
+            thread.finish(0)  # at once: the demo waited for it already, or was interrupted
         exporter.http.stop()
     return EXIT_OK

@@ -6,7 +6,9 @@ runbook says) a content refresh of another part, while ``/metrics`` is served on
 port. The terminal shows, live, the drift and
 superseded ratios over a sliding window against the alert thresholds, the shift clusters as
 they form, and the share of claims no citation supports (coverage): drift jumps (and would page)
-at the chunk-size change, superseded rises at the content refresh while drift does not.
+at the chunk-size change, superseded rises at the content refresh while drift does not. Claims
+are judged for entailment by the lexical judge, and by a model judge when one is configured
+(behind the traffic, see :mod:`exporter.pipeline.demo_entailment`).
 """
 
 from __future__ import annotations
@@ -21,16 +23,21 @@ import orjson
 
 from exporter import alerting
 from exporter.checks.coverage import CoverageStatus
-from exporter.checks.entailment import EntailmentResult, Judgement, SyncJudge
-from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status
 from exporter.outputs.report import SweepSummary, shift_clusters
 from exporter.pipeline.core import LocalRecord, Pipeline
+from exporter.pipeline.demo_entailment import DemoEntailment
 from exporter.pipeline.outcome import Outcome
 from exporter.records.chunk_messages import chunk_message
 from exporter.simulate.scenario import Scenario, ScenarioConfig, build_scenario
 
 __all__ = ["DemoView", "demo_phases", "run_demo"]
+
+# A share of the claims restated in other words: the lexical judge cannot settle them, so a
+# model judge has something to answer (some 9 a second at the default pace).
+REWORDED_SHARE = 0.05
+# At the end, how long a model judge may take for the claims still waiting for it.
+MODEL_WAIT_SECONDS = 3.0
 
 # keys of the window's counts besides the citation statuses
 _CLAIMS, _UNCITED = "coverage:claims", "coverage:uncited"
@@ -97,40 +104,18 @@ class DemoView:
         window_seconds: float,
         clock: Callable[[], float] = time.monotonic,
         *,
-        judge: SyncJudge | None = None,
-        store: ChunkStore | None = None,
+        entailment: DemoEntailment | None = None,
     ) -> None:
         self._window = window_seconds
         self._clock = clock
         self._events: deque[tuple[float, Counter[str]]] = deque()
         self.summary = SweepSummary()
-        self._judge = judge
-        self._store = store
-        self.judged = 0
-        self.flagged = 0
-        self.judgements: list[Judgement] = []  # since the last take_judgements()
-
-    def _judge_sampled(self, outcome: Outcome) -> None:
-        """Judge the citations the pipeline sampled, with the lexical judge (microseconds)."""
-        if self._judge is None or self._store is None:
-            return
-        for checked in outcome.checked:
-            judge_input = checked.judge_input
-            evidence = None if judge_input is None else judge_input.evidence(self._store)
-            if judge_input is None or evidence is None:
-                continue
-            judgement = self._judge.judge(judge_input.claim, evidence)
-            self.judgements.append(judgement)
-            self.judged += 1
-            self.flagged += judgement.result is EntailmentResult.NOT_ENTAILED
-
-    def take_judgements(self) -> list[Judgement]:
-        taken, self.judgements = self.judgements, []
-        return taken
+        self.entailment = entailment
 
     def add(self, outcome: Outcome) -> None:
         """Count one answer message: its citations' statuses, its claims and uncited claims."""
-        self._judge_sampled(outcome)
+        if self.entailment is not None:
+            self.entailment.add(outcome)
         counts = Counter(v.status.value for v in outcome.verdicts)
         coverage = outcome.coverage
         if coverage is not None and coverage.status is not CoverageStatus.INVALID:
@@ -185,14 +170,7 @@ class DemoView:
             f"  superseded  {superseded:7.2%}  ticket above {ticket_at:.0%}{ticket}",
             f"  uncited     {uncited:7.2%}  of {claims:,} claims in the window, ticket above "
             f"{uncited_at:.0%}{coverage_ticket}",
-            *(
-                [
-                    f"  entailment  {self.flagged:,} of {self.judged:,} claims not entailed "
-                    "(lexical judge: a prompt to look)"
-                ]
-                if self._judge is not None
-                else []
-            ),
+            *([] if self.entailment is None else self.entailment.lines()),
             f"  shift clusters of repaired drift: {described}",
             f"  metrics: {url}",
         ]
@@ -226,12 +204,14 @@ def run_demo(
     seconds_per_phase: float = 10.0,
     answers: int = 3000,
     seed: int = 7,
-    judge: SyncJudge | None = None,
-    record_judged: Callable[[list[Judgement]], None] | None = None,
+    entailment: DemoEntailment | None = None,
+    model_wait_seconds: float = MODEL_WAIT_SECONDS,
 ) -> SweepSummary:
     """Play the three phases; print the view every second; return the overall summary.
 
-    ``record`` counts the outcomes (the exporter's metrics), a second's worth at a time.
+    ``record`` counts the outcomes (the exporter's metrics), a second's worth at a time, and
+    ``entailment`` its judgements. A model judge gets ``model_wait_seconds`` at the end for
+    the claims still waiting for it, then is closed.
     """
     config = ScenarioConfig(
         seed=seed,
@@ -241,17 +221,15 @@ def run_demo(
         retypeset_share=0.0,
         silent_edit_share=0.0,
         delete_share=0.0,
+        reworded_share=REWORDED_SHARE,
     )
     phases = demo_phases(build_scenario(config), chunks_topic, answers_topic)
-    view = DemoView(
-        window_seconds=max(0.5, seconds_per_phase / 2), judge=judge, store=pipeline.store
-    )
+    view = DemoView(window_seconds=max(0.5, seconds_per_phase / 2), entailment=entailment)
 
     def record_all(outcomes: list[Outcome]) -> None:
         record(outcomes)
-        judgements = view.take_judgements()
-        if record_judged is not None and judgements:
-            record_judged(judgements)
+        if entailment is not None:
+            entailment.record()
 
     interactive = out.isatty()
     for step, phase in enumerate(phases, start=1):
@@ -269,8 +247,22 @@ def run_demo(
                 pending = []
                 _show(out, view.render(phase.title, step, len(phases), url), interactive)
         record_all(pending)
+        if step == len(phases) and entailment is not None:
+            _finish_model(entailment, model_wait_seconds, out)
         _show(out, view.render(phase.title, step, len(phases), url), interactive)
     view.summary.chunks_loaded = pipeline.store.chunk_count
     view.summary.documents_loaded = pipeline.store.document_count
     view.summary.elapsed_seconds = seconds_per_phase * len(phases)
     return view.summary
+
+
+def _finish_model(entailment: DemoEntailment, seconds: float, out: IO[str]) -> None:
+    """Give the model judge a bounded time for what still waits, then close it."""
+    if entailment.model is None:
+        return
+    waiting = entailment.waiting
+    if waiting:
+        claims = f"{waiting:,} claim{'' if waiting == 1 else 's'}"
+        out.write(f"waiting up to {seconds:g} s for the model judge's {claims}\n")
+        out.flush()
+    entailment.finish(seconds)

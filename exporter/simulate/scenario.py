@@ -12,6 +12,9 @@ Every document goes through at most one change, drawn by share:
 Answer events carry their ``sentences``: one claim per citation (the cited text, restated),
 framing around them (an opener, a sign-off), and with ``uncited_share`` a claim taken from the
 answer's main document that no citation supports; ``expected_coverage`` says which is which.
+With ``misclaim_share`` a cited claim misstates a number of its quote (the lexical judge flags
+it); with ``reworded_share`` one is restated after a lead-in ("According to the source, ..."),
+which the lexical judge cannot settle and a model judge can (the demo's share of them).
 
 The expected verdict of every citation is computed from the ground truth the generator keeps
 (where each sentence sits in each rendering), not by running the relocator.
@@ -56,6 +59,12 @@ SIGN_OFFS = (
     "Hope this helps!",
     "Is there anything else I can help you with?",
 )
+# Lead-ins of a reworded claim: the claim still says what its quote says, in other words.
+LEAD_INS = (
+    "According to the source, ",
+    "The documentation says that ",
+    "As the document puts it, ",
+)
 _STOCK = frozenset(tuple(s.split(" ")) for s in BOILERPLATE)
 _EPOCH = datetime(2026, 10, 1, tzinfo=UTC)
 
@@ -82,6 +91,8 @@ class ScenarioConfig:
     framing_share: float = 0.5
     # cited claims whose first number the answer got wrong (for the entailment judges)
     misclaim_share: float = 0.02
+    # cited claims restated after a lead-in: faithful, but only a model judge can tell
+    reworded_share: float = 0.0
     invalid_lines: int = 0
     threshold: float = DEFAULT_THRESHOLD
 
@@ -104,9 +115,16 @@ class ScenarioConfig:
             raise ValueError("change shares must each be in [0, 1] and add up to at most 1")
         if not all(
             0.0 <= share <= 1.0
-            for share in (self.uncited_share, self.framing_share, self.misclaim_share)
+            for share in (
+                self.uncited_share,
+                self.framing_share,
+                self.misclaim_share,
+                self.reworded_share,
+            )
         ):
-            raise ValueError("the uncited, framing and misclaim shares must each be in [0, 1]")
+            raise ValueError(
+                "the uncited, framing, misclaim and reworded shares must each be in [0, 1]"
+            )
         if self.answers < 1 or self.document_count < 1:
             raise ValueError("need at least one answer and one document")
         if not 0 < self.chunk_size < self.new_chunk_size:
@@ -405,6 +423,13 @@ def _misstated(claim: str) -> str | None:
     return claim[: found.start()] + wrong + claim[found.end() :]
 
 
+def _reworded(claim: str, rng: random.Random) -> str:
+    """The claim after a lead-in, its first letter lowered unless it starts an acronym."""
+    if claim[:1].isupper() and claim[1:2].islower():
+        claim = claim[0].lower() + claim[1:]
+    return rng.choice(LEAD_INS) + claim
+
+
 _BROKEN_LINES = (
     b'{"answer_id": "ans-broken", "citations": [{"citation_id": "cit-trunc',
     b'{"citation_id": "cit-bad-span", "answer_id": "a", "doc_id": "d", "doc_version": "v1", '
@@ -437,6 +462,7 @@ def build_scenario(config: ScenarioConfig) -> Scenario:
     misclaims: list[dict[str, Any]] = []
     wording = random.Random(f"{config.seed}/sentences")
     misstating = random.Random(f"{config.seed}/misclaims")
+    rewording = random.Random(f"{config.seed}/rewordings")  # draws apart: the rest stays as is
     citation_number = 0
     for answer_number in range(1, config.answers + 1):
         answer_id = f"ans-{answer_number:06d}"
@@ -460,6 +486,8 @@ def build_scenario(config: ScenarioConfig) -> Scenario:
                 if wrong is not None:
                     sentences[sentence_index] = wrong
                     misclaims.append({"citation_id": record["citation_id"], "claim": wrong})
+            elif rewording.random() < config.reworded_share:
+                sentences[sentence_index] = _reworded(sentences[sentence_index], rewording)
         emitted_at = (_EPOCH + timedelta(seconds=answer_number)).isoformat().replace("+00:00", "Z")
         if rng.random() < config.standalone_share:
             for record in citations:
