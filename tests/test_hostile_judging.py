@@ -1,0 +1,69 @@
+"""Hostile inputs to the entailment judging of sweeps: the judge's settings, its outputs, a
+model endpoint that fails, and the service's sweeps whose judging fails.
+
+Every loop is bounded in count; the only network target is 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from exporter.cli import main
+
+TEXT = "Refunds are issued within 30 days of purchase. Annual plans renew automatically."
+
+
+def _archive(tmp_path: Path, claims: list[str]) -> tuple[Path, Path]:
+    """One chunk, and one citation of it per claim (each holds its quote)."""
+    chunks = tmp_path / "chunks.jsonl"
+    chunks.write_text(
+        json.dumps({"doc_id": "d1", "doc_version": "v1", "chunk_id": "d1#0", "text": TEXT}) + "\n"
+    )
+    citations = tmp_path / "citations.jsonl"
+    records = [
+        {
+            "citation_id": f"c{number}",
+            "answer_id": f"a{number}",
+            "doc_id": "d1",
+            "doc_version": "v1",
+            "chunk_id": "d1#0",
+            "chunk_span": [0, 46],
+            "quote": "Refunds are issued within 30 days of purchase",
+            "claim": claim,
+        }
+        for number, claim in enumerate(claims)
+    ]
+    citations.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return chunks, citations
+
+
+def _files(tmp_path: Path, claims: int = 3) -> list[str]:
+    paraphrases = [f"Money comes back within a month, case {i}." for i in range(claims)]
+    chunks, citations = _archive(tmp_path, paraphrases)
+    return ["--chunks", str(chunks), "--citations", str(citations), "--jobs", "1"]
+
+
+# -- the judge's settings -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", ["sk-clé", "sk-1\nX-Injected: 1"])
+def test_an_api_key_no_header_can_carry_is_a_usage_error_before_the_sweep(
+    key: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A key that is not printable ASCII cannot be an Authorization header: httpx raised
+    UnicodeEncodeError once the whole sweep was done (an internal error), or h11 refused it
+    with the key quoted in every judged citation's reason."""
+    monkeypatch.setenv("CITATION_EXPORTER_JUDGE_API_KEY", key)
+    judge = ["--judge", "openai", "--judge-base-url", "http://127.0.0.1:9/v1", "--judge-model", "m"]
+    with pytest.raises(SystemExit, match="2"):
+        main(["sweep", *_files(tmp_path), *judge, "--judge-out", str(tmp_path / "judged.jsonl")])
+    error = capsys.readouterr().err
+    assert "API key must be printable ASCII" in error and error.count("\n") == 1
+    assert key not in error and "sk-1" not in error
+    assert not (tmp_path / "judged.jsonl").exists()
