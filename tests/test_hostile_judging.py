@@ -67,3 +67,34 @@ def test_an_api_key_no_header_can_carry_is_a_usage_error_before_the_sweep(
     assert "API key must be printable ASCII" in error and error.count("\n") == 1
     assert key not in error and "sk-1" not in error
     assert not (tmp_path / "judged.jsonl").exists()
+
+
+# -- --judge-out ----------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_judged_citations_that_cannot_be_written_are_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A full disk (or a closed pipe) while writing the judged citations raised OSError past
+    the handler: an internal error, exit 3."""
+    with pytest.raises(SystemExit, match="2"):
+        main(["sweep", *_files(tmp_path, claims=100), "--judge-out", "/dev/full"])
+    error = capsys.readouterr().err
+    assert "--judge-out /dev/full: cannot write" in error and error.count("\n") == 1
+
+
+def test_a_judge_out_that_cannot_be_created_is_named_before_the_sweep(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--judge-out was opened only once the sweep and the judging (the model's spending
+    included) were done: a directory's name there lost all of it."""
+
+    def no_sweep(*_: object, **__: object) -> None:
+        raise AssertionError("the sweep ran before --judge-out was opened")
+
+    monkeypatch.setattr("exporter.cli.sweep.run_sweep", no_sweep)
+    with pytest.raises(SystemExit, match="2"):
+        main(["sweep", *_files(tmp_path), "--judge-out", str(tmp_path)])
+    error = capsys.readouterr().err
+    assert f"--judge-out {tmp_path}: " in error and error.count("\n") == 1
