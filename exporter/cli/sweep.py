@@ -67,8 +67,8 @@ examples:
 
   # judge the stratified sample (2,000 by default) with a model for what the lexical judge
   # cannot settle, spending at most $2; the judged citations written for review
-  CITATION_EXPORTER_JUDGE_API_KEY=... citation-exporter sweep --chunks chunks.jsonl \
-      --citations answers.jsonl --judge openai --judge-base-url http://127.0.0.1:8000/v1 \
+  CITATION_EXPORTER_JUDGE_API_KEY=... citation-exporter sweep --chunks chunks.jsonl \\
+      --citations answers.jsonl --judge openai --judge-base-url http://127.0.0.1:8000/v1 \\
       --judge-model qwen2.5-7b-instruct --judge-budget-usd 2 --judge-out judged.jsonl
 
   # the same as a JSON summary, for a CI step to parse
