@@ -416,8 +416,9 @@ class CountingModel:
         return Judgement(EntailmentResult.ENTAILED, self.name, "model", 0.1, 0.0004, 90, 2)
 
 
-def test_a_sweep_judges_a_sample_after_its_gauges_and_publishes_what_is_not_entailed() -> None:
-    rig = Rig()
+def _judged_archive(rig: Rig) -> list[str]:
+    """Eight answers, each citing one claim: the even ones misstate the number, the odd ones
+    paraphrase (the claims)."""
     rig.pipeline = WatchedPipeline(
         store_of(chunk_record("d", 0, TEXT)), Policy(), sweep_judge_rate=1.0
     )
@@ -428,6 +429,12 @@ def test_a_sweep_judges_a_sample_after_its_gauges_and_publishes_what_is_not_enta
         answer = {"answer_id": f"a{i}", "topic": "pricing", "citations": [citation]}
         answer["citations"][0]["claim"] = claims[i % 2]
         rig.broker.append(ANSWERS, orjson.dumps(answer), partition=i % 2)
+    return claims
+
+
+def test_a_sweep_judges_a_sample_after_its_gauges_and_publishes_what_is_not_entailed() -> None:
+    rig = Rig()
+    claims = _judged_archive(rig)
     model = CountingModel()
     judged_after_the_gauges: list[bool] = []
 
@@ -451,6 +458,45 @@ def test_a_sweep_judges_a_sample_after_its_gauges_and_publishes_what_is_not_enta
     assert {v["entailment"]["action"] for v in flagged} == {"suppress_claim"}  # a pricing claim
     assert all(v["partition"] == 0 for v in flagged)  # where each came from, for provenance
     assert sorted(v["offset"] for v in flagged) == [0, 1, 2, 3]
+
+
+def test_a_sweep_whose_judged_results_are_not_delivered_is_not_read_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The sweep is complete (its gauges set) before its sample is judged: a publisher that
+    fails then made the runner start the whole sweep again, counting the archive, the
+    judgements and the model's cost twice (and forever, while the failure lasted)."""
+    rig = Rig()
+    _judged_archive(rig)
+    model = CountingModel()
+    judging = SampleJudging(100, LexicalJudge(), lambda: model, frozenset({"pricing"}))
+    rig.producer.fail_next(1)  # the first not_entailed result is not delivered
+    runner = rig.sweeps(judging=judging)
+    _sweep(runner)
+    assert len(rig.sweep_consumers) == 1, "the archive was read once"
+    assert runner.completed == 1
+    assert rig.total("citation_checks_total", mode="sweep") == 8
+    assert rig.total("citation_entailment_checks_total", mode="sweep") == 8
+    assert len(model.claims) == 4, "the model was asked once about each paraphrase"
+    flagged = [v for v in rig.published() if v.get("check") == "entailment"]
+    assert len(flagged) == 3, "the others were published"
+    assert "could not be published" in caplog.text
+
+
+def test_a_sweep_whose_judging_fails_is_not_read_again(caplog: pytest.LogCaptureFixture) -> None:
+    rig = Rig()
+    _judged_archive(rig)
+
+    def broken_model() -> CountingModel:
+        raise RuntimeError("no judge today")
+
+    judging = SampleJudging(100, LexicalJudge(), broken_model, frozenset({"pricing"}))
+    runner = rig.sweeps(judging=judging)
+    _sweep(runner)
+    assert len(rig.sweep_consumers) == 1 and runner.completed == 1
+    assert rig.total("citation_checks_total", mode="sweep") == 8
+    assert rig.metrics.state.last_sweep is not None
+    assert "judging the sample of the sweep (test) failed" in caplog.text
 
 
 def test_a_sweep_without_judging_keeps_no_claims() -> None:
