@@ -6,12 +6,22 @@ Every loop is bounded in count; the only network target is 127.0.0.1.
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from conftest import chunk_record, store_of
 
+from exporter.checks.entailment import EntailmentResult, Judgement
+from exporter.checks.lexical import LexicalJudge
+from exporter.checks.verdict import Action, Status, Verdict
 from exporter.cli import main
+from exporter.judging import Candidate, judge_sample_async
+from exporter.outputs.entailment_report import EntailmentSummary
+from exporter.pipeline.outcome import JudgeInput
+from exporter.pipeline.sampling import STRATA
 
 TEXT = "Refunds are issued within 30 days of purchase. Annual plans renew automatically."
 
@@ -98,3 +108,78 @@ def test_a_judge_out_that_cannot_be_created_is_named_before_the_sweep(
         main(["sweep", *_files(tmp_path), "--judge-out", str(tmp_path)])
     error = capsys.readouterr().err
     assert f"--judge-out {tmp_path}: " in error and error.count("\n") == 1
+
+
+# -- a model judge that fails ---------------------------------------------------------------------
+
+
+class ScriptedModel:
+    """A model judge whose n-th answer (from 0) is ``result(n)``; it counts its calls."""
+
+    name = "openai"
+
+    def __init__(self, result: Callable[[int], EntailmentResult]) -> None:
+        self.result = result
+        self.calls = 0
+
+    async def __aenter__(self) -> ScriptedModel:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        return None
+
+    async def judge(self, claim: str, evidence: str) -> Judgement:
+        called = self.calls
+        self.calls += 1
+        await asyncio.sleep(0)  # as a call would: the other workers go on meanwhile
+        return Judgement(self.result(called), self.name, "timeout", 30.0)
+
+
+def _judge_paraphrases(model: ScriptedModel, count: int, concurrency: int) -> EntailmentSummary:
+    """Judge ``count`` paraphrases the lexical judge cannot settle: all go to ``model``."""
+    store = store_of(chunk_record("d1", 0, TEXT))
+    verdict = Verdict("c", "a", "d1", Status.OK, Action.KEEP)
+    chosen = [
+        (
+            STRATA["unknown", "exact"],
+            Candidate(
+                line,
+                verdict,
+                JudgeInput(f"Money back, case {line}.", "d1#0", 0, 46, None, None, 46),
+            ),
+        )
+        for line in range(count)
+    ]
+    summary = EntailmentSummary()
+    asyncio.run(
+        judge_sample_async(
+            chosen,
+            store,
+            LexicalJudge(),
+            lambda: model,
+            summary,
+            high_severity_topics=frozenset(),
+            concurrency=concurrency,
+        )
+    )
+    return summary
+
+
+def test_a_model_judge_that_only_fails_is_not_asked_about_the_whole_sample() -> None:
+    """An endpoint that accepts connections and never answers cost each citation its whole
+    timeout: 2,000 citations at 30 s and concurrency 4 kept a deploy gate waiting four hours
+    for nothing but errors."""
+    model = ScriptedModel(lambda _: EntailmentResult.ERROR)
+    summary = _judge_paraphrases(model, 500, concurrency=4)
+    assert 20 <= model.calls <= 20 + 4, "given up after 20 errors in a row (and those in flight)"
+    assert summary.calls == model.calls
+    assert summary.result_count(EntailmentResult.ERROR) == model.calls
+    assert summary.result_count(EntailmentResult.SKIPPED) == 500 - model.calls
+
+
+def test_a_model_judge_that_fails_now_and_then_is_asked_about_every_citation() -> None:
+    model = ScriptedModel(
+        lambda n: EntailmentResult.ENTAILED if n % 19 == 18 else EntailmentResult.ERROR
+    )
+    summary = _judge_paraphrases(model, 200, concurrency=1)
+    assert model.calls == 200 and summary.result_count(EntailmentResult.SKIPPED) == 0
