@@ -296,8 +296,8 @@ async def judge_sample_async(
             await asyncio.sleep(0)
             last_yield = time.monotonic()
         evidence = candidate.judge_input.evidence(store)
-        if evidence is None:  # the store lost the chunk since the check: nothing to read
-            gone = Judgement(EntailmentResult.SKIPPED, lexical.name, "evidence gone")
+        if evidence is None:  # the chunk is gone since the check, or holds other text now
+            gone = Judgement(EntailmentResult.SKIPPED, lexical.name, "evidence gone or changed")
             decided.append((stratum, candidate, gone, None))
             continue
         first = lexical.judge(candidate.judge_input.claim, evidence)

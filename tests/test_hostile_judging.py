@@ -20,7 +20,7 @@ from exporter.checks.verdict import Action, Status, Verdict
 from exporter.cli import main
 from exporter.judging import Candidate, judge_sample_async
 from exporter.outputs.entailment_report import EntailmentSummary
-from exporter.pipeline.outcome import JudgeInput
+from exporter.pipeline.outcome import JudgeInput, evidence_crc
 from exporter.pipeline.sampling import STRATA
 
 TEXT = "Refunds are issued within 30 days of purchase. Annual plans renew automatically."
@@ -139,13 +139,14 @@ def _judge_paraphrases(model: ScriptedModel, count: int, concurrency: int) -> En
     """Judge ``count`` paraphrases the lexical judge cannot settle: all go to ``model``."""
     store = store_of(chunk_record("d1", 0, TEXT))
     verdict = Verdict("c", "a", "d1", Status.OK, Action.KEEP)
+    crc = evidence_crc(TEXT[0:46])
     chosen = [
         (
             STRATA["unknown", "exact"],
             Candidate(
                 line,
                 verdict,
-                JudgeInput(f"Money back, case {line}.", "d1#0", 0, 46, None, None, 46),
+                JudgeInput(f"Money back, case {line}.", "d1#0", 0, 46, None, None, 46, crc),
             ),
         )
         for line in range(count)

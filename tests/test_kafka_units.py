@@ -36,6 +36,8 @@ from exporter.kafka.topic_sweep import SweepRunner
 from exporter.outputs.metrics import ExporterMetrics, SourceLabels
 from exporter.pipeline.core import Pipeline, Record
 from exporter.pipeline.outcome import Mode, Outcome
+from exporter.records.decode import decode_chunk
+from exporter.records.schema import ChunkDeletion
 from exporter.settings import Settings
 
 ANSWERS, CHUNKS, VERDICTS, DLQ, CONTROL = "answers", "chunks", "verdicts", "dlq", "control"
@@ -497,6 +499,46 @@ def test_a_sweep_whose_judging_fails_is_not_read_again(caplog: pytest.LogCapture
     assert rig.total("citation_checks_total", mode="sweep") == 8
     assert rig.metrics.state.last_sweep is not None
     assert "judging the sample of the sweep (test) failed" in caplog.text
+
+
+@pytest.mark.parametrize("change", ["re-indexed", "deleted"])
+def test_a_sample_whose_evidence_changed_after_its_check_is_not_judged_on_the_new_text(
+    change: str,
+) -> None:
+    """The store follows the chunk topic while a sweep reads the answers: a chunk re-indexed
+    under the same id between a citation's check and the judging of the sample held other
+    text at the span, and the citation was published as not_entailed against text it never
+    cited (suppress_claim, for a pricing claim)."""
+    rig = Rig()
+    rig.pipeline = WatchedPipeline(
+        store_of(chunk_record("d", 0, TEXT)), Policy(), sweep_judge_rate=1.0
+    )
+    cited = {"doc_id": "d", "doc_version": "v1", "chunk_id": "d#0", "chunk_span": [4, 32]}
+    for i in range(4):
+        citation = {"citation_id": f"c{i}", "quote": "refund window is thirty days", **cited}
+        citation["claim"] = "You have thirty days to ask for a refund."
+        answer = {"answer_id": f"a{i}", "topic": "pricing", "citations": [citation]}
+        rig.broker.append(ANSWERS, orjson.dumps(answer), partition=0)
+    checked = rig.pipeline.answer
+
+    def then_the_chunk_changes(record: Record, mode: Mode = Mode.INLINE) -> Outcome:
+        outcome = checked(record, mode)
+        if record.offset == 3:  # the last answer is checked: the sample is drawn
+            new = chunk_record("d", 0, "The refund window is ninety days.", doc_version="v2")
+            rig.pipeline.store.apply(
+                ChunkDeletion("d#0") if change == "deleted" else decode_chunk(new)
+            )
+        return outcome
+
+    rig.pipeline.answer = then_the_chunk_changes  # type: ignore[method-assign]
+    model = CountingModel()
+    judging = SampleJudging(100, LexicalJudge(), lambda: model, frozenset({"pricing"}))
+    _sweep(rig.sweeps(judging=judging))
+    last = rig.metrics.state.last_sweep
+    assert last is not None and dict(last.statuses) == {Status.OK: 4}
+    assert not [v for v in rig.published() if v.get("check") == "entailment"]
+    assert rig.total("citation_entailment_checks_total", mode="sweep", result="skipped") == 4
+    assert model.claims == []
 
 
 def test_a_sweep_without_judging_keeps_no_claims() -> None:
