@@ -14,13 +14,15 @@ from pathlib import Path
 import pytest
 from conftest import chunk_record, store_of
 
-from exporter.checks.entailment import EntailmentResult, Judgement
+from exporter.checks.engine import Policy
+from exporter.checks.entailment import CLAIM_CHARS_KEPT, EntailmentResult, Judgement
 from exporter.checks.lexical import LexicalJudge
 from exporter.checks.verdict import Action, Status, Verdict
 from exporter.cli import main
 from exporter.judging import Candidate, judge_sample_async
 from exporter.outputs.entailment_report import EntailmentSummary
-from exporter.pipeline.outcome import JudgeInput, evidence_crc
+from exporter.pipeline.messages import check_message
+from exporter.pipeline.outcome import JudgeInput, Mode, Origin, evidence_crc
 from exporter.pipeline.sampling import STRATA
 
 TEXT = "Refunds are issued within 30 days of purchase. Annual plans renew automatically."
@@ -54,6 +56,43 @@ def _files(tmp_path: Path, claims: int = 3) -> list[str]:
     paraphrases = [f"Money comes back within a month, case {i}." for i in range(claims)]
     chunks, citations = _archive(tmp_path, paraphrases)
     return ["--chunks", str(chunks), "--citations", str(citations), "--jobs", "1"]
+
+
+# -- claims --------------------------------------------------------------------------------------
+
+
+def _judge_inputs(sentence: str, citations: int) -> list[JudgeInput | None]:
+    """The judge inputs of an answer whose citations all support its one ``sentence``."""
+    cited = {"doc_id": "d1", "doc_version": "v1", "chunk_id": "d1#0", "chunk_span": [0, 46]}
+    quote = "Refunds are issued within 30 days of purchase"
+    answer = {
+        "answer_id": "a",
+        "sentences": [sentence],
+        "citations": [
+            {"citation_id": f"c{i}", "quote": quote, "sentence_index": 0, **cited}
+            for i in range(citations)
+        ],
+    }
+    outcome = check_message(
+        json.dumps(answer).encode(),
+        None,
+        Origin("answers.jsonl", 0, 1),
+        store=store_of(chunk_record("d1", 0, TEXT)),
+        policy=Policy(judge_rate=1.0),
+        mode=Mode.SWEEP,
+    )
+    return [item.judge_input for item in outcome.checked]
+
+
+def test_a_claim_is_read_no_further_than_what_a_judge_is_given() -> None:
+    """Whether a claim is blank was read over its whole length, once per citation: 500
+    citations of a sentence of 900,000 spaces around one letter read 450 million characters,
+    a megabyte line taking 30 times its checks. A judge is given the first CLAIM_CHARS_KEPT
+    characters: blank there, the claim names nothing to judge."""
+    padding = " " * CLAIM_CHARS_KEPT
+    assert _judge_inputs(padding + "Refunds take 60 days.", 3) == [None] * 3
+    kept = _judge_inputs(padding[1:] + "Refunds take 60 days.", 3)
+    assert all(item is not None and item.claim.endswith(" [truncated]") for item in kept)
 
 
 # -- the judge's settings -------------------------------------------------------------------------

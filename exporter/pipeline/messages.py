@@ -19,7 +19,7 @@ from exporter.checks.coverage import (
     invalid_coverage,
 )
 from exporter.checks.engine import Policy, check_or_report, invalid_verdict
-from exporter.checks.entailment import kept_claim
+from exporter.checks.entailment import CLAIM_CHARS_KEPT, kept_claim
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status, Verdict
 from exporter.pipeline.outcome import (
@@ -150,7 +150,9 @@ def _judge_input(
     if claim is None and index is not None and sentences is not None and index < len(sentences):
         sentence = sentences[index]
         claim = sentence if type(sentence) is str else None
-    if claim is None or not claim.strip():
+    # blank where a judge reads it (its first CLAIM_CHARS_KEPT characters): nothing to judge.
+    # Read no further: an answer's citations may all name one huge sentence
+    if claim is None or not claim[:CLAIM_CHARS_KEPT].strip():
         return None
     chunk = store.chunk(chunk_id)
     if chunk is None:  # not for a span just found to hold the quote
