@@ -472,6 +472,15 @@ def test_4xx_is_an_error_at_once(server: JudgeServer, status: int) -> None:
         assert judgement.reason == f"http {status}: The model `judge-9b` does not exist"
 
 
+def test_a_server_s_error_message_cannot_send_control_characters_on(server: JudgeServer) -> None:
+    """A 4xx reply's message is quoted in the reason, which the demo shows on the terminal:
+    its escape sequences (clear the screen, write the clipboard) went there as they came."""
+    message = "bad \x1b]52;c;aGk=\x07request\x1b[2J\u202e of \x00 mine"
+    server.script(Reply(400, {"error": {"message": message}}))
+    judgement = judge_once(config(server.base_url))
+    assert judgement.reason == "http 400: bad ]52;c;aGk=request[2J of mine"
+
+
 def test_a_redirect_is_not_followed(server: JudgeServer) -> None:
     server.script(Reply(307, b"", headers={"Location": "/elsewhere/chat/completions"}), Reply())
     judgement = judge_once(config(server.base_url, api_key=KEY))

@@ -415,7 +415,9 @@ async def _server_message(response: httpx.Response, key: str | None) -> str | No
         if isinstance(error, dict):
             error = error.get("message")
         if isinstance(error, str) and error.strip():
-            text = " ".join(_redacted(error, key).split())
+            # no control or format characters: a reason may be shown on a terminal
+            shown = "".join(c for c in error if c.isprintable() or c.isspace())
+            text = " ".join(_redacted(shown, key).split())
             if len(text) > _SERVER_MESSAGE_CHARS:
                 text = text[: _SERVER_MESSAGE_CHARS - 3] + "..."
             return text
