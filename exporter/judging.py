@@ -7,6 +7,7 @@ lexical judge settles what plainly disagrees in microseconds; only what it canno
 goes to the model judge, at most ``concurrency`` calls at once, until the budget is spent: the
 citations left then are ``skipped`` with reason ``budget``. The budget is checked before each
 call starts, so calls already in flight may overrun it by at most ``concurrency`` calls' cost.
+A model judge that fails 20 times in a row is asked nothing more: the rest are ``skipped``.
 """
 
 from __future__ import annotations
@@ -62,6 +63,13 @@ __all__ = [
 
 # The longest the lexical judging of a sample keeps the event loop before giving it back.
 _YIELD_SECONDS = 0.05
+
+# After this many errors of the model judge in a row (an endpoint down or never answering, a
+# key refused, a model that answers no label), the rest of the sample is skipped: each citation
+# would wait out its own timeout and retries, for hours over a sample of thousands, to decide
+# nothing. An endpoint that answers even half the time all but never fails 20 times in a row.
+_ERRORS_BEFORE_GIVING_UP = 20
+_GIVEN_UP = f"the model judge failed {_ERRORS_BEFORE_GIVING_UP} times in a row"
 
 # A candidate as a tuple of plain values: what worker processes send and the sample keeps.
 PackedCandidate = tuple[int, int | None, tuple[Any, ...], tuple[Any, ...] | None, tuple[Any, ...]]
@@ -288,8 +296,8 @@ async def judge_sample_async(
             await asyncio.sleep(0)
             last_yield = time.monotonic()
         evidence = candidate.judge_input.evidence(store)
-        if evidence is None:  # the store lost the chunk since the check: nothing to read
-            gone = Judgement(EntailmentResult.SKIPPED, lexical.name, "evidence gone")
+        if evidence is None:  # the chunk is gone since the check, or holds other text now
+            gone = Judgement(EntailmentResult.SKIPPED, lexical.name, "evidence gone or changed")
             decided.append((stratum, candidate, gone, None))
             continue
         first = lexical.judge(candidate.judge_input.claim, evidence)
@@ -322,19 +330,25 @@ async def _ask(
     queue = list(reversed(asked))
     answers: dict[int, tuple[Judgement, bool]] = {}
     spent = 0.0
+    failing = 0  # the model's errors in a row
     async with make() as model:
 
         async def worker() -> None:
-            nonlocal spent
+            nonlocal spent, failing
             while queue:
                 index, (_, candidate, _, evidence) = queue.pop()
                 if budget_usd is not None and spent >= budget_usd:
                     skipped = Judgement(EntailmentResult.SKIPPED, model.name, "budget")
                     answers[index] = (skipped, False)
                     continue
+                if failing >= _ERRORS_BEFORE_GIVING_UP:
+                    given_up = Judgement(EntailmentResult.SKIPPED, model.name, _GIVEN_UP)
+                    answers[index] = (given_up, False)
+                    continue
                 assert evidence is not None
                 answer = await model.judge(candidate.judge_input.claim, evidence)
                 spent += answer.cost_usd
+                failing = failing + 1 if answer.result is EntailmentResult.ERROR else 0
                 answers[index] = (answer, True)
 
         await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))

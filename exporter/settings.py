@@ -143,13 +143,20 @@ class JudgeSettings(BaseSettings):
 
     @model_validator(mode="after")
     def _judge_is_complete(self) -> JudgeSettings:
-        """The openai judge needs an endpoint and a model: say so at start-up."""
+        """The openai judge needs an endpoint and a model it can be made with: say so at
+        start-up (the service makes its judge only once connected to Kafka)."""
         if self.judge == "openai":
             missing = [
                 name for name in ("judge_base_url", "judge_model") if not getattr(self, name)
             ]
             if missing:
                 raise ValueError(f"judge openai needs {' and '.join(missing)}")
+            from exporter.judge.openai import OpenAIJudgeConfig  # noqa: PLC0415 - httpx
+
+            try:
+                OpenAIJudgeConfig.from_settings(self)
+            except SettingsError as exc:
+                raise ValueError(str(exc)) from None
         return self
 
 

@@ -36,6 +36,8 @@ from exporter.kafka.topic_sweep import SweepRunner
 from exporter.outputs.metrics import ExporterMetrics, SourceLabels
 from exporter.pipeline.core import Pipeline, Record
 from exporter.pipeline.outcome import Mode, Outcome
+from exporter.records.decode import decode_chunk
+from exporter.records.schema import ChunkDeletion
 from exporter.settings import Settings
 
 ANSWERS, CHUNKS, VERDICTS, DLQ, CONTROL = "answers", "chunks", "verdicts", "dlq", "control"
@@ -416,8 +418,9 @@ class CountingModel:
         return Judgement(EntailmentResult.ENTAILED, self.name, "model", 0.1, 0.0004, 90, 2)
 
 
-def test_a_sweep_judges_a_sample_after_its_gauges_and_publishes_what_is_not_entailed() -> None:
-    rig = Rig()
+def _judged_archive(rig: Rig) -> list[str]:
+    """Eight answers, each citing one claim: the even ones misstate the number, the odd ones
+    paraphrase (the claims)."""
     rig.pipeline = WatchedPipeline(
         store_of(chunk_record("d", 0, TEXT)), Policy(), sweep_judge_rate=1.0
     )
@@ -428,6 +431,12 @@ def test_a_sweep_judges_a_sample_after_its_gauges_and_publishes_what_is_not_enta
         answer = {"answer_id": f"a{i}", "topic": "pricing", "citations": [citation]}
         answer["citations"][0]["claim"] = claims[i % 2]
         rig.broker.append(ANSWERS, orjson.dumps(answer), partition=i % 2)
+    return claims
+
+
+def test_a_sweep_judges_a_sample_after_its_gauges_and_publishes_what_is_not_entailed() -> None:
+    rig = Rig()
+    claims = _judged_archive(rig)
     model = CountingModel()
     judged_after_the_gauges: list[bool] = []
 
@@ -451,6 +460,85 @@ def test_a_sweep_judges_a_sample_after_its_gauges_and_publishes_what_is_not_enta
     assert {v["entailment"]["action"] for v in flagged} == {"suppress_claim"}  # a pricing claim
     assert all(v["partition"] == 0 for v in flagged)  # where each came from, for provenance
     assert sorted(v["offset"] for v in flagged) == [0, 1, 2, 3]
+
+
+def test_a_sweep_whose_judged_results_are_not_delivered_is_not_read_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The sweep is complete (its gauges set) before its sample is judged: a publisher that
+    fails then made the runner start the whole sweep again, counting the archive, the
+    judgements and the model's cost twice (and forever, while the failure lasted)."""
+    rig = Rig()
+    _judged_archive(rig)
+    model = CountingModel()
+    judging = SampleJudging(100, LexicalJudge(), lambda: model, frozenset({"pricing"}))
+    rig.producer.fail_next(1)  # the first not_entailed result is not delivered
+    runner = rig.sweeps(judging=judging)
+    _sweep(runner)
+    assert len(rig.sweep_consumers) == 1, "the archive was read once"
+    assert runner.completed == 1
+    assert rig.total("citation_checks_total", mode="sweep") == 8
+    assert rig.total("citation_entailment_checks_total", mode="sweep") == 8
+    assert len(model.claims) == 4, "the model was asked once about each paraphrase"
+    flagged = [v for v in rig.published() if v.get("check") == "entailment"]
+    assert len(flagged) == 3, "the others were published"
+    assert "could not be published" in caplog.text
+
+
+def test_a_sweep_whose_judging_fails_is_not_read_again(caplog: pytest.LogCaptureFixture) -> None:
+    rig = Rig()
+    _judged_archive(rig)
+
+    def broken_model() -> CountingModel:
+        raise RuntimeError("no judge today")
+
+    judging = SampleJudging(100, LexicalJudge(), broken_model, frozenset({"pricing"}))
+    runner = rig.sweeps(judging=judging)
+    _sweep(runner)
+    assert len(rig.sweep_consumers) == 1 and runner.completed == 1
+    assert rig.total("citation_checks_total", mode="sweep") == 8
+    assert rig.metrics.state.last_sweep is not None
+    assert "judging the sample of the sweep (test) failed" in caplog.text
+
+
+@pytest.mark.parametrize("change", ["re-indexed", "deleted"])
+def test_a_sample_whose_evidence_changed_after_its_check_is_not_judged_on_the_new_text(
+    change: str,
+) -> None:
+    """The store follows the chunk topic while a sweep reads the answers: a chunk re-indexed
+    under the same id between a citation's check and the judging of the sample held other
+    text at the span, and the citation was published as not_entailed against text it never
+    cited (suppress_claim, for a pricing claim)."""
+    rig = Rig()
+    rig.pipeline = WatchedPipeline(
+        store_of(chunk_record("d", 0, TEXT)), Policy(), sweep_judge_rate=1.0
+    )
+    cited = {"doc_id": "d", "doc_version": "v1", "chunk_id": "d#0", "chunk_span": [4, 32]}
+    for i in range(4):
+        citation = {"citation_id": f"c{i}", "quote": "refund window is thirty days", **cited}
+        citation["claim"] = "You have thirty days to ask for a refund."
+        answer = {"answer_id": f"a{i}", "topic": "pricing", "citations": [citation]}
+        rig.broker.append(ANSWERS, orjson.dumps(answer), partition=0)
+    checked = rig.pipeline.answer
+
+    def then_the_chunk_changes(record: Record, mode: Mode = Mode.INLINE) -> Outcome:
+        outcome = checked(record, mode)
+        if record.offset == 3:  # the last answer is checked: the sample is drawn
+            new = chunk_record("d", 0, "The refund window is ninety days.", doc_version="v2")
+            rig.pipeline.store.apply(
+                ChunkDeletion("d#0") if change == "deleted" else decode_chunk(new)
+            )
+        return outcome
+
+    rig.pipeline.answer = then_the_chunk_changes  # type: ignore[method-assign]
+    model = CountingModel()
+    judging = SampleJudging(100, LexicalJudge(), lambda: model, frozenset({"pricing"}))
+    _sweep(rig.sweeps(judging=judging))
+    last = rig.metrics.state.last_sweep
+    assert last is not None and dict(last.statuses) == {Status.OK: 4}
+    assert not [v for v in rig.published() if v.get("check") == "entailment"]
+    assert rig.total("citation_entailment_checks_total", mode="sweep", result="skipped") == 4
+    assert model.claims == []
 
 
 def test_a_sweep_without_judging_keeps_no_claims() -> None:

@@ -281,9 +281,13 @@ def test_the_key_is_not_in_the_config_repr_nor_the_judge_repr() -> None:
         ({"base_url": "ftp://host/v1"}, "http:// or https://"),
         ({"base_url": "not a url"}, "http:// or https://"),
         ({"base_url": "http://user:pw@host/v1"}, "credentials"),
+        ({"base_url": "http://127.0.0.1:99999/v1"}, "port 99,999, not 1 to 65535"),
         ({"base_url": "http://host/v1?api-key=x"}, "query"),
         ({"model": " "}, "model"),
         ({"api_key": ""}, "API key is empty"),
+        ({"api_key": "sk-clé"}, "API key must be printable ASCII"),
+        ({"api_key": "sk-1\nX-Injected: 1"}, "API key must be printable ASCII"),
+        ({"api_key": "sk 1"}, "API key must be printable ASCII"),
         ({"timeout_seconds": 0}, "timeout_seconds"),
         ({"timeout_seconds": float("nan")}, "timeout_seconds"),
         ({"timeout_seconds": float("inf")}, "timeout_seconds"),
@@ -297,8 +301,10 @@ def test_the_key_is_not_in_the_config_repr_nor_the_judge_repr() -> None:
 )
 def test_invalid_configs_are_refused(overrides: dict[str, Any], problem: str) -> None:
     values: dict[str, Any] = {"base_url": "http://127.0.0.1:8000/v1", "model": "m", **overrides}
-    with pytest.raises(SettingsError, match=re.escape(problem)):
+    with pytest.raises(SettingsError, match=re.escape(problem)) as raised:
         OpenAIJudgeConfig(**values)
+    key = values.get("api_key")
+    assert not key or key not in str(raised.value)
 
 
 def test_retry_after_in_seconds_or_as_a_date() -> None:
@@ -464,6 +470,15 @@ def test_4xx_is_an_error_at_once(server: JudgeServer, status: int) -> None:
         assert judgement.reason == f"http {status}"
     else:
         assert judgement.reason == f"http {status}: The model `judge-9b` does not exist"
+
+
+def test_a_server_s_error_message_cannot_send_control_characters_on(server: JudgeServer) -> None:
+    """A 4xx reply's message is quoted in the reason, which the demo shows on the terminal:
+    its escape sequences (clear the screen, write the clipboard) went there as they came."""
+    message = "bad \x1b]52;c;aGk=\x07request\x1b[2J\u202e of \x00 mine"
+    server.script(Reply(400, {"error": {"message": message}}))
+    judgement = judge_once(config(server.base_url))
+    assert judgement.reason == "http 400: bad ]52;c;aGk=request[2J of mine"
 
 
 def test_a_redirect_is_not_followed(server: JudgeServer) -> None:

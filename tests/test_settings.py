@@ -276,3 +276,26 @@ def test_the_openai_judge_needs_an_endpoint_and_a_model_and_hides_its_key(
     assert settings.judge_base_url == "http://127.0.0.1:8000/v1"
     assert settings.judge_api_key is not None
     assert "sk-secret-123" not in repr(settings) + str(settings)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "named"),
+    [
+        ("CITATION_EXPORTER_JUDGE_API_KEY", "sk-clé", "API key must be printable ASCII"),
+        ("CITATION_EXPORTER_JUDGE_API_KEY", "sk-1\n", "API key must be printable ASCII"),
+        ("CITATION_EXPORTER_JUDGE_BASE_URL", "http://[::1/v1", "base_url is not a URL"),
+        ("CITATION_EXPORTER_JUDGE_BASE_URL", "http://127.0.0.1:99999/v1", "not 1 to 65535"),
+    ],
+)
+def test_a_model_judge_that_cannot_be_made_is_named_at_start_up(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str, named: str
+) -> None:
+    """The service made its model judge once connected to Kafka: a judge the settings could
+    not make stopped it there with a traceback, not at start-up with exit 2."""
+    monkeypatch.setenv("CITATION_EXPORTER_JUDGE", "openai")
+    monkeypatch.setenv("CITATION_EXPORTER_JUDGE_MODEL", "m")
+    monkeypatch.setenv("CITATION_EXPORTER_JUDGE_BASE_URL", "http://127.0.0.1:8000/v1")
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(SettingsError, match=named) as error:
+        load_settings()
+    assert "sk-" not in str(error.value) and "\n" not in str(error.value)

@@ -297,7 +297,7 @@ def test_a_candidate_crosses_processes_whole() -> None:
         FailedCheck.QUOTE_MISMATCH, 97.5, "v1", "v2", Repair("d1#3", 4, 40, 99.0, "exact", -12),
         "pricing", "help-center", None,
     )  # fmt: skip
-    candidate = Candidate(7, verdict, JudgeInput("claim", "d1#3", 4, 40, "2026-11-01", "x", 36))
+    candidate = Candidate(7, verdict, JudgeInput("claim", "d1#3", 4, 40, "2026-11-01", "x", 36, 7))
     packed = pickle.loads(pickle.dumps(candidate.pack()))
     assert Candidate.unpack(packed) == candidate
     assert not any(isinstance(value, Verdict | Repair | JudgeInput) for value in packed)

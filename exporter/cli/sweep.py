@@ -8,7 +8,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager, nullcontext
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -307,36 +307,48 @@ def _sweep_files(
 
 
 def _judge(
-    args: argparse.Namespace,
     judging: SampleJudging,
     sample: StratifiedSample[PackedCandidate],
     store: ChunkStore,
     summary: SweepSummary,
-    *,
-    inputs: tuple[str, str],
+    out: IO[bytes] | None,
 ) -> None:
-    """Judge the sample drawn during the sweep; write the judged citations to --judge-out."""
+    """Judge the sample drawn during the sweep; write the judged citations to ``out``."""
     judged, entailment = asyncio.run(judging.judge(sample, store))
     summary.entailment = entailment
-    if not args.judge_out:
+    if out is None:
         return
     try:
-        with open_output(args.judge_out, inputs) as out:
-            for item in judged:
-                stratum = {"age": item.stratum.age, "family": item.stratum.family}
-                out.write(
-                    entailment_json(
-                        item.candidate.verdict,
-                        item.judgement,
-                        item.action,
-                        claim=item.candidate.judge_input.claim,
-                        topic=item.candidate.judge_input.topic,
-                        stratum=stratum,
-                        line=item.candidate.line,
-                    )
+        for item in judged:
+            stratum = {"age": item.stratum.age, "family": item.stratum.family}
+            out.write(
+                entailment_json(
+                    item.candidate.verdict,
+                    item.judgement,
+                    item.action,
+                    claim=item.candidate.judge_input.claim,
+                    topic=item.candidate.judge_input.topic,
+                    stratum=stratum,
+                    line=item.candidate.line,
                 )
+            )
+    except OSError as exc:
+        raise OutputError(f"cannot write the judged citations: {exc.strerror or exc}") from None
+
+
+@contextmanager
+def _judge_output(path: str | None, inputs: tuple[str, str]) -> Iterator[IO[bytes] | None]:
+    """--judge-out (None when not given), opened before the sweep: a path that cannot be
+    written is named before the checks and the model's spending, not after them. Its errors
+    (opening, writing, renaming into place) are usage errors naming it."""
+    if not path:
+        yield None
+        return
+    try:
+        with open_output(path, inputs) as out:
+            yield out
     except OutputError as exc:
-        where = "standard output" if args.judge_out == "-" else args.judge_out
+        where = "standard output" if path == "-" else path
         raise UsageError(f"--judge-out {where}: {exc}") from None
 
 
@@ -445,8 +457,9 @@ def run(args: argparse.Namespace) -> int:
         )
     jobs = _jobs(args.jobs)
     summary = SweepSummary(coverage_judged=not args.no_coverage)
-    with workdir or nullcontext():
+    with workdir or nullcontext(), ExitStack() as outputs:
         _refuse_overwriting(args, chunks, citations)
+        judge_out = outputs.enter_context(_judge_output(args.judge_out, (chunks, citations)))
         try:
             store = load_store(chunks, summary, limits=limits)
         except InputError as exc:
@@ -492,7 +505,7 @@ def run(args: argparse.Namespace) -> int:
             where = "standard output" if path == "-" else path
             raise UsageError(f"{option} {where}: {exc}") from None
         if judging is not None and sample is not None:
-            _judge(args, judging, sample, store, summary, inputs=(chunks, citations))
+            _judge(judging, sample, store, summary, judge_out)
     _report(args, summary)
     missing = summary.missing_input()
     if missing is not None and not args.allow_empty:

@@ -22,6 +22,7 @@ import email.utils
 import logging
 import math
 import random
+import re
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -69,6 +70,8 @@ CONNECT_TIMEOUT_SECONDS = 5.0
 _MAX_TOKENS_REPORTED = 1_000_000_000
 # A 4xx reply's own error message is quoted in the reason, this long at most.
 _SERVER_MESSAGE_CHARS = 160
+# What an API key may hold: the visible ASCII characters an HTTP header value can carry.
+_HEADER_TOKEN = re.compile(r"[!-~]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +103,8 @@ class OpenAIJudgeConfig:
                 f"judge base_url must be an http:// or https:// URL with a host, got "
                 f"{preview(self.base_url)}"
             )
+        if url.port is not None and not 0 < url.port <= 65535:  # httpx takes any number
+            raise SettingsError(f"judge base_url has port {url.port:,}, not 1 to 65535")
         if url.userinfo:
             raise SettingsError("judge base_url must not hold credentials: set the API key")
         if url.query or url.fragment:
@@ -110,6 +115,13 @@ class OpenAIJudgeConfig:
             raise SettingsError("judge model must not be empty")
         if self.api_key is not None and not self.api_key.strip():
             raise SettingsError("judge API key is empty: leave it unset to send none")
+        if self.api_key is not None and not _HEADER_TOKEN.fullmatch(self.api_key):
+            # it is sent as "Authorization: Bearer KEY": any other character cannot go in a
+            # header, and the error refusing the header would quote the key
+            raise SettingsError(
+                "judge API key must be printable ASCII without spaces or line breaks "
+                "(a key read from a file with its newline?)"
+            )
         if not 0 < self.timeout_seconds < math.inf:
             raise SettingsError(
                 f"judge timeout_seconds must be positive, got {self.timeout_seconds}"
@@ -403,7 +415,9 @@ async def _server_message(response: httpx.Response, key: str | None) -> str | No
         if isinstance(error, dict):
             error = error.get("message")
         if isinstance(error, str) and error.strip():
-            text = " ".join(_redacted(error, key).split())
+            # no control or format characters: a reason may be shown on a terminal
+            shown = "".join(c for c in error if c.isprintable() or c.isspace())
+            text = " ".join(_redacted(shown, key).split())
             if len(text) > _SERVER_MESSAGE_CHARS:
                 text = text[: _SERVER_MESSAGE_CHARS - 3] + "..."
             return text

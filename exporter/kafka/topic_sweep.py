@@ -18,7 +18,9 @@ A sweep also draws a stratified sample of the archive's judgeable citations
 (``judge_sweep_sample``, 2,000 by default) and, once its gauges are set (the post-sweep alert
 never waits for a judge), judges it as ``citation-exporter sweep`` does: counted with
 ``mode="sweep"`` in the ``citation_entailment_*`` metrics, ``not_entailed`` results published
-like the judge behind the response's, and a log line with the sample's results and cost.
+like the judge behind the response's, and a log line with the sample's results and cost. The
+sweep is complete before its judging starts: judging that fails, or results not delivered, are
+logged, and the archive is not read again.
 """
 
 from __future__ import annotations
@@ -171,7 +173,10 @@ class SweepRunner:
             summary.superseded_ratio * 100,
         )
         if judging is not None and sample is not None:
-            await self._judge(judging, sample, summary)
+            try:
+                await self._judge(judging, sample, summary)
+            except Exception:  # the sweep is complete: starting it again would count it twice
+                log.exception("judging the sample of the sweep (%s) failed", reason)
         self.completed += 1
 
     async def _judge(
@@ -198,7 +203,17 @@ class SweepRunner:
                     candidate.verdict, item.judgement, item.action, origin, Mode.SWEEP
                 )
             )
-        await self._publisher.delivered(sent)
+        # behind the sweep, as behind the response: a result not delivered is logged (a
+        # failure here must not start the sweep again, counting it twice)
+        delivered = await asyncio.gather(*sent, return_exceptions=True)
+        failed = [error for error in delivered if isinstance(error, BaseException)]
+        if failed:
+            log.warning(
+                "%d of %d not_entailed results of the sweep could not be published: %s",
+                len(failed),
+                len(sent),
+                failed[0],
+            )
         log.info(
             "sweep judged %d of %d judgeable citations (%s): %d not entailed, %d unknown, "
             "%d errors, %d skipped; %d model calls, $%.4f",

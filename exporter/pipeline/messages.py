@@ -19,7 +19,7 @@ from exporter.checks.coverage import (
     invalid_coverage,
 )
 from exporter.checks.engine import Policy, check_or_report, invalid_verdict
-from exporter.checks.entailment import kept_claim
+from exporter.checks.entailment import CLAIM_CHARS_KEPT, kept_claim
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status, Verdict
 from exporter.pipeline.outcome import (
@@ -29,6 +29,7 @@ from exporter.pipeline.outcome import (
     Mode,
     Origin,
     Outcome,
+    evidence_crc,
 )
 from exporter.records.decode import InvalidJson, decode_citations, decode_sentences, parse_json
 from exporter.records.limits import bounded, failure
@@ -127,7 +128,10 @@ def _answer_fields(parsed: object) -> tuple[list[Any] | None, str | None]:
 
 
 def _judge_input(
-    citation: Citation, verdict: Verdict, answer: tuple[list[Any] | None, str | None]
+    citation: Citation,
+    verdict: Verdict,
+    answer: tuple[list[Any] | None, str | None],
+    store: ChunkStore,
 ) -> JudgeInput | None:
     """The claim and the live evidence of a citation the judge may be asked about: one whose
     span holds its quote, or was repaired to one that does, and that names its claim (its own
@@ -146,10 +150,22 @@ def _judge_input(
     if claim is None and index is not None and sentences is not None and index < len(sentences):
         sentence = sentences[index]
         claim = sentence if type(sentence) is str else None
-    if claim is None or not claim.strip():
+    # blank where a judge reads it (its first CLAIM_CHARS_KEPT characters): nothing to judge.
+    # Read no further: an answer's citations may all name one huge sentence
+    if claim is None or not claim[:CLAIM_CHARS_KEPT].strip():
+        return None
+    chunk = store.chunk(chunk_id)
+    if chunk is None:  # not for a span just found to hold the quote
         return None
     return JudgeInput(
-        kept_claim(claim), chunk_id, start, end, emitted_at, citation.topic, len(citation.quote)
+        kept_claim(claim),
+        chunk_id,
+        start,
+        end,
+        emitted_at,
+        citation.topic,
+        len(citation.quote),
+        evidence_crc(chunk.text[start:end]),
     )
 
 
@@ -231,7 +247,7 @@ def _check(  # noqa: PLR0917 - the private body of check_message, called once
             else:
                 seconds = clock() - started if clock is not None else 0.0
                 judge_input = (
-                    _judge_input(item, outcome, answer)
+                    _judge_input(item, outcome, answer, store)
                     if judge_rate and _sampled(judge_rate, origin, index)
                     else None
                 )

@@ -9,6 +9,7 @@ every path accounts for every citation the same way.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -18,7 +19,15 @@ from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status, Verdict
 from exporter.records.schema import InvalidCitation
 
-__all__ = ["CheckedCitation", "DeadLetter", "JudgeInput", "Mode", "Origin", "Outcome"]
+__all__ = [
+    "CheckedCitation",
+    "DeadLetter",
+    "JudgeInput",
+    "Mode",
+    "Origin",
+    "Outcome",
+    "evidence_crc",
+]
 
 
 class Mode(StrEnum):
@@ -83,11 +92,23 @@ class JudgeInput:
     emitted_at: str | None
     topic: str | None
     quote_chars: int
+    evidence_crc: int  # of the text at the span when checked (see evidence_crc)
 
     def evidence(self, store: ChunkStore) -> str | None:
-        """The live text at the span, read from ``store`` (None: the chunk is gone since)."""
+        """The text at the span, read from ``store``: None when the chunk is gone since the
+        check, or holds other text there now. A sweep judges its sample after reading the whole
+        archive, while the service's store follows the chunk topic: a chunk re-indexed under
+        the same id meanwhile is not the evidence the citation was checked against."""
         chunk = store.chunk(self.chunk_id)
-        return None if chunk is None else chunk.text[self.start : self.end]
+        if chunk is None:
+            return None
+        text = chunk.text[self.start : self.end]
+        return text if evidence_crc(text) == self.evidence_crc else None
+
+
+def evidence_crc(text: str) -> int:
+    """A checksum of a citation's evidence (the same in every process, unlike ``hash``)."""
+    return zlib.crc32(text.encode("utf-8", "surrogatepass"))
 
 
 @dataclass(slots=True)

@@ -265,7 +265,7 @@ def open_output(path: str, inputs: Iterable[str] = ()) -> Iterator[IO[bytes]]:
         special = not stat.S_ISREG(os.stat(path).st_mode)
     except FileNotFoundError:
         special = False
-    caller_failed = False
+    caller_error: BaseException | None = None
     try:
         target = open(path, "wb") if special else None  # noqa: SIM115
         with target or _replacing(path) as raw:
@@ -276,11 +276,15 @@ def open_output(path: str, inputs: Iterable[str] = ()) -> Iterator[IO[bytes]]:
             with stream:
                 try:
                     yield stream
-                except BaseException:
-                    caller_failed = True
+                except BaseException as exc:
+                    caller_error = exc
                     raise
     except OSError as exc:
-        if caller_failed or isinstance(exc, InputError | OutputError):
+        if caller_error is not None and exc is not caller_error:
+            # closing failed after the caller did (a full disk: what a failed write left in
+            # the buffer is refused again): the caller's error says what happened
+            raise caller_error  # noqa: B904 - the closing error is its consequence
+        if caller_error is not None or isinstance(exc, InputError | OutputError):
             raise
         # a device or pipe refusing the last bytes, when they are flushed on close
         raise OutputError(f"cannot write the file: {exc.strerror or exc}") from None
