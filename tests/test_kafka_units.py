@@ -376,12 +376,20 @@ def test_a_sweep_that_failed_is_run_again_and_counts_the_archive_once(
     rig = Rig()
     citations = _archive(rig)
     rig.producer.fail_next(1)  # the first sweep verdict is not delivered
+    read: list[tuple[int, int]] = []
+    rig.pipeline.on_sweep = lambda record: read.append((record.partition, record.offset))
     runner = rig.sweeps()
     _sweep(runner)
     assert len(rig.sweep_consumers) == 2, "started again"
     last = rig.metrics.state.last_sweep
     assert last is not None and sum(last.statuses.values()) == citations
     assert runner.completed == 1 and rig.metrics.state.sweep_running is False
+    # the batches delivered before the failure are not read, counted or published again (the
+    # failed batch is: at least once)
+    assert rig.total("citation_checks_total", mode="sweep") == citations
+    published = {v["citation_id"] for v in rig.published() if v["mode"] == "sweep"}
+    assert published == {"old8-0", "old8-1", "old9-0", "old9-1"}
+    assert len(read) < 2 * citations // 2, "the second attempt resumed, not read everything"
 
 
 def test_a_sweep_of_a_topic_ending_in_a_transaction_marker_completes() -> None:

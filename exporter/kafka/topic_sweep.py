@@ -8,7 +8,8 @@ consumer of its own outside any group, so inline checking goes on meanwhile. One
 a time; requests during a sweep are remembered and run once after it. A sweep that fails (the
 broker went away) is started again with backoff until it completes: a request is answered by a
 completed sweep, and the control listener commits a request only then, so one that a crash or a
-SIGTERM interrupted is read again and run at the next start.
+SIGTERM interrupted is read again and run at the next start. An attempt that failed is resumed
+from where its last delivered batch ended: nothing is checked, counted or published twice.
 
 Its results are counted with ``mode="sweep"`` and summarised in the ``citation_sweep_*``
 gauges when it completes; failing verdicts are published with ``"mode": "sweep"``. Invalid
@@ -30,6 +31,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -129,39 +131,39 @@ class SweepRunner:
                     waiting.set_result(None)
 
     async def _until_complete(self, reason: str) -> None:
-        """One sweep, started again with backoff while it fails (it must not end the service)."""
+        """One sweep, resumed with backoff while it fails (it must not end the service): an
+        attempt that failed goes on from where the last batch it delivered ended."""
         backoff = _FIRST_RETRY_SECONDS
+        progress = _Progress(self._judging)
+        self._metrics.state.sweep_progress = 0.0
+        log.info("sweep started: %s", reason)
         while True:
             try:
-                await self._sweep(reason)
+                await self._sweep(reason, progress)
                 return
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.exception("sweep (%s) failed; starting it again in %.0f s", reason, backoff)
+                log.exception("sweep (%s) failed; resuming it in %.0f s", reason, backoff)
                 self._metrics.state.sweep_running = False
             await asyncio.sleep(backoff)
             backoff = min(_MAX_RETRY_SECONDS, backoff * 2)
 
-    async def _sweep(self, reason: str) -> None:
-        log.info("sweep started: %s", reason)
-        started_wall, started = time.time(), time.monotonic()
+    async def _sweep(self, reason: str, progress: _Progress) -> None:
         state = self._metrics.state
-        state.sweep_running, state.sweep_progress = True, 0.0
+        state.sweep_running = True
         consumer = self._make_consumer()
-        summary = SweepSummary()
-        judging = self._judging
-        sample: StratifiedSample[PackedCandidate] | None = None
-        if judging is not None:
-            sample = StratifiedSample(judging.size, judging.seed)
         try:
             await consumer.start()
-            await self._read_archive(consumer, summary, sample)
+            await self._read_archive(consumer, progress)
         finally:
             await close(consumer)
-        duration = time.monotonic() - started
+        summary = progress.summary
+        duration = time.monotonic() - progress.started
         # the span checks' results first: the post-sweep alert must not wait for a judge
-        state.last_sweep = SweepResult(dict(summary.statuses), started_wall + duration, duration)
+        state.last_sweep = SweepResult(
+            dict(summary.statuses), progress.started_wall + duration, duration
+        )
         state.sweep_running, state.sweep_progress = False, 1.0
         log.info(
             "sweep completed in %.1f s (%s): %d citations, drift ratio %.2f%%, superseded "
@@ -172,6 +174,7 @@ class SweepRunner:
             summary.drift_ratio * 100,
             summary.superseded_ratio * 100,
         )
+        judging, sample = self._judging, progress.sample
         if judging is not None and sample is not None:
             try:
                 await self._judge(judging, sample, summary)
@@ -225,33 +228,45 @@ class SweepRunner:
             entailment.cost_usd,
         )
 
-    async def _read_archive(
-        self,
-        consumer: Consumer,
-        summary: SweepSummary,
-        sample: StratifiedSample[PackedCandidate] | None,
-    ) -> None:
-        """Check every message from the earliest offsets up to the end offsets seen now;
-        draw ``sample`` from their judgeable citations when given."""
-        drawing = None
-        if sample is not None:
-            drawing = Drawing(datetime.now(UTC), sample.seed, sample.capacity)
-        fetcher = Fetcher(consumer, self._metrics)
-        assigned = [TopicPartition(self._topic, p) for p in sorted(await self._partitions())]
+    async def _resume(self, consumer: Consumer, progress: _Progress) -> list[TopicPartition]:
+        """Assign the sweep's partitions to ``consumer`` at the positions it reached; at the
+        first attempt, plan them: from the earliest offsets to the end offsets now."""
+        if not progress.targets:
+            assigned = [TopicPartition(self._topic, p) for p in sorted(await self._partitions())]
+            consumer.assign(assigned)
+            progress.done = dict(await consumer.beginning_offsets(assigned))
+            progress.beginnings = dict(progress.done)
+            progress.targets = dict(await consumer.end_offsets(assigned))
+        assigned = sorted(progress.targets)
         consumer.assign(assigned)
-        beginnings = await consumer.beginning_offsets(assigned)
-        targets = await consumer.end_offsets(assigned)
-        await consumer.seek_to_beginning(*assigned)
-        work = sum(targets[tp] - beginnings[tp] for tp in assigned) or 1
-        done: dict[TopicPartition, int] = {tp: beginnings[tp] for tp in assigned}
-        remaining = {tp for tp in assigned if targets[tp] > beginnings[tp]}
+        starts = await consumer.beginning_offsets(assigned)
+        for tp in assigned:  # retention may have deleted what an earlier attempt had not read
+            progress.done[tp] = max(progress.done[tp], starts[tp])
+            consumer.seek(tp, progress.done[tp])
+        return assigned
+
+    async def _read_archive(self, consumer: Consumer, progress: _Progress) -> None:
+        """Check every message from where ``progress`` stands (the earliest offsets, at
+        first) up to the end offsets seen when the sweep started. A batch's results (the
+        summary, the sample drawn, the positions) are kept only once its verdicts were
+        delivered and it was counted: an attempt that fails leaves them as they were."""
+        assigned = await self._resume(consumer, progress)
+        sample = progress.sample
+        # an attempt's own drawing: keys of a batch that failed must not linger in its filter
+        drawing = None if sample is None else Drawing(progress.now, sample.seed, sample.capacity)
+        fetcher = Fetcher(consumer, self._metrics)
+        targets = progress.targets
+        work = sum(targets[tp] - progress.beginnings[tp] for tp in assigned) or 1
+        remaining = {tp for tp in assigned if progress.done[tp] < targets[tp]}
         last_yield = time.monotonic()
         while remaining:
             batches = await fetcher.getmany(*remaining, timeout_ms=500, max_records=2000)
+            done = dict(progress.done)
             for tp, skipped_to in fetcher.skipped_to.items():
                 done[tp] = max(done[tp], skipped_to)  # an unreadable batch is behind us
             sent: list[Any] = []
             outcomes: list[Outcome] = []
+            summary = SweepSummary()
             thresholds = {} if sample is None else sample.thresholds()
             counts: dict[Stratum, int] = {}
             candidates: list[tuple[Stratum, int, str, PackedCandidate]] = []
@@ -284,10 +299,32 @@ class SweepRunner:
                 # the position, not the last record: the last offsets may hold no record (a
                 # transaction marker), and a sweep waiting for one would never complete
                 done[tp] = max(done[tp], await consumer.position(tp))
-            remaining = {tp for tp in remaining if done[tp] < targets[tp]}
-            if sample is not None:
-                sample.add(counts, candidates)
             await self._publisher.delivered(sent)
             self._metrics.record(outcomes)
-            progress = sum(done[tp] - beginnings[tp] for tp in assigned) / work
-            self._metrics.state.sweep_progress = min(1.0, progress)
+            progress.summary.merge(summary)
+            progress.done = done
+            if sample is not None:
+                sample.add(counts, candidates)
+            remaining = {tp for tp in remaining if done[tp] < targets[tp]}
+            moved = sum(done[tp] - progress.beginnings[tp] for tp in assigned)
+            self._metrics.state.sweep_progress = min(1.0, moved / work)
+
+
+@dataclass
+class _Progress:
+    """One sweep's state across its attempts: what it set out to read (``targets``, from
+    ``beginnings``), how far its delivered batches got (``done``), and what they came to."""
+
+    judging: SampleJudging | None
+    summary: SweepSummary = field(default_factory=SweepSummary)
+    sample: StratifiedSample[PackedCandidate] | None = None
+    beginnings: dict[TopicPartition, int] = field(default_factory=dict)
+    targets: dict[TopicPartition, int] = field(default_factory=dict)
+    done: dict[TopicPartition, int] = field(default_factory=dict)
+    started: float = field(default_factory=time.monotonic)
+    started_wall: float = field(default_factory=time.time)
+    now: datetime = field(default_factory=lambda: datetime.now(UTC))  # the sample's age bands
+
+    def __post_init__(self) -> None:
+        if self.judging is not None:
+            self.sample = StratifiedSample(self.judging.size, self.judging.seed)
