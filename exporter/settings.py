@@ -105,12 +105,14 @@ class JudgeSettings(BaseSettings):
 
     judge: Literal["lexical", "openai"] = "lexical"
     judge_base_url: str | None = None
-    judge_model: str | None = None
+    judge_model: str | None = Field(None, max_length=200)  # sent in every request
     judge_api_key: SecretStr | None = None
-    judge_timeout_seconds: float = Field(30.0, gt=0.0, le=600.0)
+    # a judgement's whole time: below 0.1 s no model answers, and every call would time out
+    judge_timeout_seconds: float = Field(30.0, ge=0.1, le=600.0)
     judge_concurrency: int = Field(4, ge=1, le=256)
-    judge_price_input_per_1k: float = Field(0.0, ge=0.0, allow_inf_nan=False)
-    judge_price_output_per_1k: float = Field(0.0, ge=0.0, allow_inf_nan=False)
+    # dollars per 1,000 tokens: the dearest models cost cents; 1,000 is a mistake, not a price
+    judge_price_input_per_1k: float = Field(0.0, ge=0.0, le=1_000.0, allow_inf_nan=False)
+    judge_price_output_per_1k: float = Field(0.0, ge=0.0, le=1_000.0, allow_inf_nan=False)
     judge_max_retries: int = Field(3, ge=0, le=10)
     judge_max_tokens: int = Field(16, ge=1, le=4096)
     # behind the response: the share of live citations judged, and what that may cost

@@ -57,3 +57,12 @@ def test_no_call_no_projection() -> None:
     summary = _summary(concurrency=4, asked_share=0.0)
     assert summary.projection() == {"calls": 0, "hours": 0.0, "usd": 0.0}
     assert not any("whole archive" in line for line in summary.render_lines())
+
+
+def test_skipped_citations_say_why() -> None:
+    summary = _summary(concurrency=4, asked_share=0.0)
+    for number in range(7):
+        reason = "budget" if number < 5 else "evidence gone"
+        summary.add(EXACT, Judgement(EntailmentResult.SKIPPED, "openai", reason), False)
+    assert summary.to_json()["skipped_because"] == {"budget": 5, "evidence gone": 2}
+    assert "    skipped: budget 5, evidence gone 2" in summary.render_lines()

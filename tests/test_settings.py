@@ -64,6 +64,11 @@ def test_toml_file_and_environment_precedence(
         ("CITATION_EXPORTER_METRICS_PORT", "http", "metrics_port"),
         ("CITATION_EXPORTER_SECURITY_PROTOCOL", "TLS", "security_protocol"),
         ("CITATION_EXPORTER_GROUP_ID", "", "group_id"),
+        # found by a hostile review: a cost of inf, a deadline no model meets, a model name
+        # of megabytes sent in every request
+        ("CITATION_EXPORTER_JUDGE_PRICE_INPUT_PER_1K", "1e308", "judge_price_input_per_1k"),
+        ("CITATION_EXPORTER_JUDGE_TIMEOUT_SECONDS", "1e-300", "judge_timeout_seconds"),
+        ("CITATION_EXPORTER_JUDGE_MODEL", "m" * 10_000, "judge_model"),
     ],
 )
 def test_invalid_settings_are_named(

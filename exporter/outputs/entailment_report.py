@@ -30,6 +30,7 @@ class EntailmentSummary:
     sampled: Counter[Stratum] = field(default_factory=Counter)
     results: Counter[tuple[Stratum, str]] = field(default_factory=Counter)
     deciding: Counter[str] = field(default_factory=Counter)  # which judge decided, per judged
+    skipped_because: Counter[str] = field(default_factory=Counter)  # skipped, by reason
     calls: int = 0  # calls to the model judge
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -42,6 +43,8 @@ class EntailmentSummary:
         self.sampled[stratum] += 1
         self.results[stratum, judgement.result.value] += 1
         self.deciding[judgement.judge] += 1
+        if judgement.result is EntailmentResult.SKIPPED:
+            self.skipped_because[judgement.reason or "unknown"] += 1
         if called:
             self.calls += 1
             self.prompt_tokens += judgement.prompt_tokens
@@ -92,6 +95,7 @@ class EntailmentSummary:
             "sampled": sum(self.sampled.values()),
             "results": {result.value: self.result_count(result) for result in EntailmentResult},
             "decided_by": dict(sorted(self.deciding.items())),
+            "skipped_because": dict(self.skipped_because.most_common()),
             "strata": strata,
             "calls": self.calls,
             "tokens": {"prompt": self.prompt_tokens, "completion": self.completion_tokens},
@@ -128,6 +132,11 @@ class EntailmentSummary:
                 f"{_duration(whole['hours'] * 3600)} at concurrency {self.concurrency}, "
                 f"${whole['usd']:,.2f}",
             ]
+        if self.skipped_because:
+            # the reasons are the sweep's own words (budget, evidence gone), not a record's
+            common = self.skipped_because.most_common(3)
+            because = ", ".join(f"{reason} {count:,}" for reason, count in common)
+            lines.append(f"    skipped: {because}")
         not_entailed = self.result_count(EntailmentResult.NOT_ENTAILED)
         if not_entailed:
             lines.append(
