@@ -83,10 +83,11 @@ _KUBERNETES_SERVICE_LINK = re.compile(
 
 
 _SASL_MECHANISMS_WITH_PASSWORD = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-# The largest sample a sweep may judge: a model judging 20,000 takes about 10 minutes at
-# concurrency 4 and $8, more than a sample needs (the summary projects the whole archive), and
-# the sample's memory grows with it.
-MAX_SWEEP_SAMPLE = 20_000
+# The largest sample a sweep may judge: a model judging 10,000 takes about 5 minutes at
+# concurrency 4 and $4, more than a sample needs (400 a stratum; the summary projects the whole
+# archive), and the sample's memory grows with it: 280 MB at the default 2,000 for an archive
+# crafted to fill every stratum with 2,000-character claims, so about 1.4 GB at this bound.
+MAX_SWEEP_SAMPLE = 10_000
 # The settings' TOML file: a few dozen lines.
 MAX_CONFIG_FILE_BYTES = 1024 * 1024
 # An error message lists this many problems; the rest are counted.

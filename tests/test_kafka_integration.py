@@ -294,7 +294,7 @@ def _sweep_gauges(samples: dict[Any, float]) -> dict[str, float]:
 def _judged_by_a_file_sweep(scenario: dict[str, Path], out: Path) -> list[dict[str, Any]]:
     """Every judgeable citation of the scenario, judged by the lexical judge."""
     files = ["--chunks", str(scenario["chunks"]), "--citations", str(scenario["citations"])]
-    main(["sweep", *files, "--judge-sample", "20000", "--judge-out", str(out), "--jobs", "1"])
+    main(["sweep", *files, "--judge-sample", "10000", "--judge-out", str(out), "--jobs", "1"])
     return [orjson.loads(line) for line in out.read_bytes().splitlines()]
 
 
@@ -436,7 +436,7 @@ def _flagged_offline(scenario: dict[str, Path], tmp_path: Path) -> set[str]:
     main(
         [
             "sweep", "--chunks", str(scenario["chunks"]), "--citations",
-            str(scenario["citations"]), "--judge-sample", "20000", "--judge-out", str(out),
+            str(scenario["citations"]), "--judge-sample", "10000", "--judge-out", str(out),
             "--jobs", "1", "--format", "json",
         ]
     )  # fmt: skip

@@ -256,7 +256,7 @@ def test_the_lexical_judge_flags_exactly_the_simulated_misclaims(tmp_path: Path)
     code = main(
         [
             "sweep", "--chunks", str(paths["chunks"]), "--citations", str(paths["citations"]),
-            "--judge-sample", "20000", "--judge-out", str(out), "--now", NOW, "--jobs", "2",
+            "--judge-sample", "10000", "--judge-out", str(out), "--now", NOW, "--jobs", "2",
         ]
     )  # fmt: skip
     assert code == 1
