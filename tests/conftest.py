@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,6 +34,36 @@ def chunk_record(doc_id: str, ordinal: int, text: str, **extra: Any) -> dict[str
         "ordinal": ordinal,
         **extra,
     }
+
+
+# The text of the one chunk of :func:`claims_archive`.
+REFUND_TEXT = "Refunds are issued within 30 days of purchase. Annual plans renew automatically."
+
+
+def claims_archive(directory: Path, claims: list[str]) -> tuple[Path, Path]:
+    """A chunk file of one chunk (REFUND_TEXT) and a citation file with one citation of it
+    per claim, each holding its quote, topics alternating billing and pricing (a
+    high-severity topic)."""
+    chunks = directory / "chunks.jsonl"
+    chunk = {"doc_id": "d1", "doc_version": "v1", "chunk_id": "d1#0", "text": REFUND_TEXT}
+    chunks.write_text(json.dumps(chunk) + "\n")
+    citations = directory / "citations.jsonl"
+    records = [
+        {
+            "citation_id": f"c{number}",
+            "answer_id": f"a{number}",
+            "doc_id": "d1",
+            "doc_version": "v1",
+            "chunk_id": "d1#0",
+            "chunk_span": [0, 46],
+            "quote": "Refunds are issued within 30 days of purchase",
+            "claim": claim,
+            "topic": "pricing" if number % 2 else "billing",
+        }
+        for number, claim in enumerate(claims)
+    ]
+    citations.write_text("".join(json.dumps(record) + "\n" for record in records))
+    return chunks, citations
 
 
 def store_of(*records: dict[str, Any]) -> ChunkStore:

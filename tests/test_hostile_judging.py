@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import chunk_record, store_of
+from conftest import REFUND_TEXT, chunk_record, claims_archive, store_of
 
 from exporter.checks.engine import Policy
 from exporter.checks.entailment import CLAIM_CHARS_KEPT, EntailmentResult, Judgement
@@ -25,36 +25,12 @@ from exporter.pipeline.messages import check_message
 from exporter.pipeline.outcome import JudgeInput, Mode, Origin, evidence_crc
 from exporter.pipeline.sampling import STRATA
 
-TEXT = "Refunds are issued within 30 days of purchase. Annual plans renew automatically."
-
-
-def _archive(tmp_path: Path, claims: list[str]) -> tuple[Path, Path]:
-    """One chunk, and one citation of it per claim (each holds its quote)."""
-    chunks = tmp_path / "chunks.jsonl"
-    chunks.write_text(
-        json.dumps({"doc_id": "d1", "doc_version": "v1", "chunk_id": "d1#0", "text": TEXT}) + "\n"
-    )
-    citations = tmp_path / "citations.jsonl"
-    records = [
-        {
-            "citation_id": f"c{number}",
-            "answer_id": f"a{number}",
-            "doc_id": "d1",
-            "doc_version": "v1",
-            "chunk_id": "d1#0",
-            "chunk_span": [0, 46],
-            "quote": "Refunds are issued within 30 days of purchase",
-            "claim": claim,
-        }
-        for number, claim in enumerate(claims)
-    ]
-    citations.write_text("".join(json.dumps(r) + "\n" for r in records))
-    return chunks, citations
+TEXT = REFUND_TEXT
 
 
 def _files(tmp_path: Path, claims: int = 3) -> list[str]:
     paraphrases = [f"Money comes back within a month, case {i}." for i in range(claims)]
-    chunks, citations = _archive(tmp_path, paraphrases)
+    chunks, citations = claims_archive(tmp_path, paraphrases)
     return ["--chunks", str(chunks), "--citations", str(citations), "--jobs", "1"]
 
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import REFUND_TEXT, claims_archive
 from judge_server import JudgeServer, Reply, completion
 
 from exporter.checks.verdict import Action, FailedCheck, Repair, Status, Verdict
@@ -123,31 +124,7 @@ def test_a_bad_now_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert "must be an RFC 3339 time" in capsys.readouterr().err
 
 
-TEXT = "Refunds are issued within 30 days of purchase. Annual plans renew automatically."
-
-
-def _archive(tmp_path: Path, claims: list[str]) -> tuple[Path, Path]:
-    chunks = tmp_path / "chunks.jsonl"
-    chunks.write_text(
-        json.dumps({"doc_id": "d1", "doc_version": "v1", "chunk_id": "d1#0", "text": TEXT}) + "\n"
-    )
-    citations = tmp_path / "citations.jsonl"
-    records = [
-        {
-            "citation_id": f"c{number}",
-            "answer_id": f"a{number}",
-            "doc_id": "d1",
-            "doc_version": "v1",
-            "chunk_id": "d1#0",
-            "chunk_span": [0, 46],
-            "quote": "Refunds are issued within 30 days of purchase",
-            "claim": claim,
-            "topic": "pricing" if number % 2 else "billing",
-        }
-        for number, claim in enumerate(claims)
-    ]
-    citations.write_text("".join(json.dumps(r) + "\n" for r in records))
-    return chunks, citations
+TEXT = REFUND_TEXT
 
 
 @pytest.fixture
@@ -185,7 +162,7 @@ def test_the_model_judge_is_asked_what_the_lexical_judge_cannot_settle_within_bu
         "Purchases can be refunded for a while.",
         "A refund arrives some weeks after a purchase.",
     ]
-    chunks, citations = _archive(tmp_path, claims)
+    chunks, citations = claims_archive(tmp_path, claims)
     out = tmp_path / "judged.jsonl"
     base = ["sweep", "--chunks", str(chunks), "--citations", str(citations), "--jobs", "1"]
     judging = ["--judge-sample", "10", "--judge", "openai", "--judge-model", "test-model"]
@@ -306,7 +283,7 @@ def test_a_candidate_crosses_processes_whole() -> None:
 def test_a_long_claim_is_kept_for_the_judge_only_in_part(tmp_path: Path) -> None:
     """A sweep's sample holds thousands of claims: a megabyte of claim keeps 2,000 characters
     (the lexical judge reads at most 1,000, and says unknown to more)."""
-    chunks, citations = _archive(tmp_path, ["Refunds take 60 days. " + "x" * 1_000_000])
+    chunks, citations = claims_archive(tmp_path, ["Refunds take 60 days. " + "x" * 1_000_000])
     out = tmp_path / "judged.jsonl"
     files = ["--chunks", str(chunks), "--citations", str(citations)]
     assert main(["sweep", *files, "--judge-out", str(out), "--jobs", "1"]) == 0
