@@ -8,7 +8,7 @@ from pydantic import SecretStr
 from exporter.checks.engine import Policy
 from exporter.checks.store import ChunkStore
 from exporter.kafka.clients import connection_options
-from exporter.kafka.control import sweep_reason
+from exporter.kafka.control import SweepRequest, sweep_request
 from exporter.pipeline.messages import Origin, check_message
 from exporter.pipeline.reindex import ReindexWatch
 from exporter.records.decode import RecordError
@@ -41,23 +41,45 @@ def test_reindex_is_due_once_the_new_chunker_has_gone_quiet() -> None:
     assert watch.due() is None, "one sweep per re-index"
 
 
+CONTROL = Origin("rag.control", 2, 41)
+
+
 @pytest.mark.parametrize(
-    ("value", "reason"),
+    ("value", "asked"),
     [
-        (b'{"type": "sweep", "reason": "after deploy 42"}', "after deploy 42"),
-        (b'{"type": "sweep"}', "requested"),
+        (
+            b'{"type": "sweep", "reason": "after deploy 42"}',
+            SweepRequest("control/2/41", "after deploy 42"),
+        ),
+        (b'{"type": "sweep"}', SweepRequest("control/2/41", "requested")),
+        (
+            b'{"type": "sweep", "id": "reindex-2026-11", "reason": "r"}',
+            SweepRequest("reindex-2026-11", "r"),
+        ),
     ],
 )
-def test_sweep_requests(value: bytes, reason: str) -> None:
-    assert sweep_reason(value) == reason
+def test_sweep_requests(value: bytes, asked: SweepRequest) -> None:
+    """A request's id is its own, or where it was read: the same for every instance."""
+    assert sweep_request(value, CONTROL) == asked
 
 
 @pytest.mark.parametrize(
-    "value", [None, b"not json", b'{"type": "reboot"}', b'{"type": "sweep", "reason": 7}', b"[]"]
+    "value",
+    [
+        None,
+        b"not json",
+        b'{"type": "reboot"}',
+        b'{"type": "sweep", "reason": 7}',
+        b"[]",
+        b'{"type": "sweep", "id": 7}',
+        b'{"type": "sweep", "id": ""}',
+        b'{"type": "sweep", "id": "a\\nb"}',
+        b'{"type": "sweep", "id": "' + b"i" * 201 + b'"}',
+    ],
 )
 def test_other_control_messages_are_rejected(value: bytes | None) -> None:
     with pytest.raises(RecordError):
-        sweep_reason(value)
+        sweep_request(value, CONTROL)
 
 
 @pytest.mark.parametrize(
@@ -69,7 +91,7 @@ def test_other_control_messages_are_rejected(value: bytes | None) -> None:
 )
 def test_hostile_control_messages_get_a_short_error(value: bytes) -> None:
     with pytest.raises(RecordError) as error:
-        sweep_reason(value)
+        sweep_request(value, CONTROL)
     assert len(str(error.value)) < 200
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from aiokafka import TopicPartition
@@ -24,16 +25,31 @@ from exporter.pipeline.outcome import DeadLetter, Origin, Outcome
 from exporter.records.decode import RecordError, parse_json
 from exporter.records.limits import MAX_ID_CHARS, failure, preview
 
-__all__ = ["ControlListener", "sweep_reason"]
+__all__ = ["MAX_SWEEP_ID_CHARS", "ControlListener", "SweepRequest", "sweep_request"]
 
 # A sweep request is a few dozen bytes; nothing larger is parsed.
 _MAX_CONTROL_BYTES = 65536
+# A sweep's id is logged, and shown on the info gauge of the latest sweep.
+MAX_SWEEP_ID_CHARS = 200
 
 log = logging.getLogger(__name__)
 
 
-def sweep_reason(value: bytes | None) -> str:
-    """The reason of a sweep request; raises RecordError for anything else."""
+@dataclass(frozen=True, slots=True)
+class SweepRequest:
+    """A sweep asked for on the control topic, with the id that makes it one sweep however
+    many instances read it (and however often it is sent)."""
+
+    sweep_id: str
+    reason: str
+
+
+def sweep_request(value: bytes | None, origin: Origin) -> SweepRequest:
+    """The sweep a control message asks for; raises RecordError for anything else.
+
+    Its id is the message's ``id`` when it names one (the same request sent twice is one
+    sweep), else ``control/<partition>/<offset>``: the same for every instance that reads it.
+    """
     if value is None:
         raise RecordError("control message has no value")
     if len(value) > _MAX_CONTROL_BYTES:
@@ -44,7 +60,12 @@ def sweep_reason(value: bytes | None) -> str:
     reason = request.get("reason", "requested")
     if type(reason) is not str:
         raise RecordError("'reason' must be a string")
-    return reason
+    sweep_id = request.get("id", f"control/{origin.partition}/{origin.offset}")
+    if type(sweep_id) is not str or not 0 < len(sweep_id) <= MAX_SWEEP_ID_CHARS:
+        raise RecordError(f"'id' must be a string of 1 to {MAX_SWEEP_ID_CHARS} characters")
+    if not sweep_id.isprintable():
+        raise RecordError("'id' must be printable (it is logged and shown as a label)")
+    return SweepRequest(sweep_id, reason[:MAX_ID_CHARS])
 
 
 class ControlListener:
@@ -72,14 +93,14 @@ class ControlListener:
         """Act on one control message: the sweep it asked for, or its dead letter."""
         origin = Origin(record.topic, record.partition, record.offset)
         try:
-            reason = sweep_reason(record.value)
+            reason = sweep_request(record.value, origin).reason
         except RecordError as exc:
             return DeadLetter(origin, record.value, record.key, "invalid_record", str(exc))
         except Exception as exc:  # nothing one message holds may stop the listener
             error = failure("handling", exc)
             return DeadLetter(origin, record.value, record.key, "check_failed", error)
         log.info("sweep requested on %s: %s", self._topic, preview(reason))
-        return self._sweeps.request(reason[:MAX_ID_CHARS])
+        return self._sweeps.request(reason)
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
