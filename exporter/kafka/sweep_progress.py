@@ -36,6 +36,7 @@ __all__ = [
     "MAX_PROGRESS_RECORD_BYTES",
     "Deleted",
     "PartitionProgress",
+    "ProgressRecord",
     "SweepBook",
     "SweepRecord",
     "decode_progress",

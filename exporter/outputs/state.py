@@ -42,6 +42,10 @@ class ExporterState:
     sweep_running: bool = False
     sweep_progress: float = 0.0
     last_sweep: SweepResult | None = None
+    # a sweep the group shares: this instance's partitions of the latest one, by state, and
+    # when this instance saw it complete
+    sweep_partitions: Mapping[str, int] = field(default_factory=dict)
+    sweep_completed_at: float | None = None
     last_chunker_change: float = 0.0
     entailment_queue_depth: int = 0  # samples waiting for the judge behind the response
 
@@ -54,6 +58,9 @@ class ExporterState:
         self.consumer_lag = {
             tp: lag for tp, lag in self.consumer_lag.items() if tp not in partitions
         }
+
+
+SWEEP_PARTITION_STATES = ("pending", "running", "done")
 
 
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
@@ -116,6 +123,15 @@ class StateCollector(Collector):
             "Share of the archive the running sweep has checked (0-1).",
             state.sweep_progress,
         )
+        partitions = GaugeMetricFamily(
+            "citation_sweep_partitions",
+            "Answer partitions this instance owns, by their state in the latest sweep the "
+            "group shares (pending, running, done); summed over the group, the sweep's.",
+            labels=["state"],
+        )
+        for name in SWEEP_PARTITION_STATES:
+            partitions.add_metric([name], state.sweep_partitions.get(name, 0))
+        yield partitions
         last = state.last_sweep
         statuses = GaugeMetricFamily(
             "citation_sweep_citations",

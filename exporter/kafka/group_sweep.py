@@ -1,0 +1,298 @@
+"""Sweeps the consumer group shares: each request carried out once, across the group.
+
+Every instance reads every sweep request and follows the progress topic
+(:mod:`exporter.kafka.sweep_progress`), so all keep the same :class:`SweepBook`. An instance
+sweeps only the answer partitions it owns in the group, from where the book says each got to
+its target, and writes each partition's progress after every batch whose verdicts were
+delivered. A partition that changes owner is resumed by the new one from that position; one
+whose owner died is reassigned by the group and resumed the same way: every citation is checked
+at least once, the batch in hand at a kill twice. See docs/group-sweep.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from aiokafka import TopicPartition
+
+from exporter.kafka.answers import YIELD_SECONDS
+from exporter.kafka.clients import close
+from exporter.kafka.fetching import Fetcher
+from exporter.kafka.protocols import Consumer
+from exporter.kafka.publish import Publisher
+from exporter.kafka.sweep_progress import (
+    PartitionProgress,
+    ProgressRecord,
+    SweepBook,
+    SweepRecord,
+    decode_progress,
+    encode_progress,
+)
+from exporter.outputs.metrics import ExporterMetrics
+from exporter.outputs.state import SweepResult
+from exporter.pipeline.core import Pipeline
+from exporter.pipeline.outcome import DeadLetter, Mode, Origin, Outcome
+from exporter.records.decode import RecordError
+
+__all__ = ["GroupSweeper", "ProgressFollower", "ProgressWriter"]
+
+log = logging.getLogger(__name__)
+
+# Messages of one partition checked between two progress records.
+_BATCH_RECORDS = 2_000
+# How long the sweeper rests when no owned partition has a part to do.
+_IDLE_SECONDS = 0.5
+
+
+class ProgressWriter(Protocol):
+    """Writes a progress record and returns once the broker has it."""
+
+    async def __call__(self, key: bytes, value: bytes) -> None: ...
+
+
+class ProgressFollower:
+    """Reads the progress topic into the book, from its start and then as it grows.
+
+    A record that is not a usable one (anyone with write access may write anything) is logged
+    and counted as an invalid event of the topic, and skipped.
+    """
+
+    def __init__(
+        self,
+        consumer: Consumer,
+        topic: str,
+        book: SweepBook,
+        metrics: ExporterMetrics,
+        on_change: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._consumer = consumer
+        self._topic = topic
+        self._book = book
+        self._metrics = metrics
+        self._on_change = on_change
+        self._fetcher = Fetcher(consumer, metrics)
+
+    async def assign(self, partitions: set[int]) -> None:
+        assigned = [TopicPartition(self._topic, p) for p in sorted(partitions)]
+        self._consumer.assign(assigned)
+        await self._consumer.seek_to_beginning(*assigned)
+
+    async def load(self) -> None:
+        """Read up to the end offsets seen now: what the group knew before this instance."""
+        assigned = sorted(self._consumer.assignment())
+        targets = await self._consumer.end_offsets(assigned)
+        while [tp for tp in assigned if await self._consumer.position(tp) < targets[tp]]:
+            await self.poll()
+
+    async def poll(self, timeout_ms: int = 200) -> int:
+        """Apply what one fetch brings; how many records it brought."""
+        batches = await self._fetcher.getmany(timeout_ms=timeout_ms, max_records=1_000)
+        applied = 0
+        outcomes: list[Outcome] = []
+        for records in batches.values():
+            for record in records:
+                try:
+                    self._book.apply(decode_progress(record.key, record.value))
+                    applied += 1
+                except RecordError as exc:
+                    origin = Origin(record.topic, record.partition, record.offset)
+                    log.warning("%s: not a sweep progress record, skipped: %s", origin, exc)
+                    letter = DeadLetter(origin, None, None, "invalid_record", str(exc))
+                    outcomes.append(Outcome(origin, dead_letter=letter))
+        if outcomes:
+            self._metrics.record(outcomes)
+        if applied:
+            self._on_change()
+        return applied
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            await self.poll(timeout_ms=500)
+
+
+class GroupSweeper:
+    """Carries out the parts of the group's sweeps that belong to this instance's partitions.
+
+    ``owned`` says which answer partitions this instance owns now (the inline consumer's
+    assignment); ``write`` persists a progress record; ``make_consumer`` makes a consumer of
+    its own (outside any group) for reading the archive.
+    """
+
+    def __init__(
+        self,
+        *,
+        book: SweepBook,
+        answers_topic: str,
+        make_consumer: Callable[[], Consumer],
+        owned: Callable[[], set[int]],
+        partitions: Callable[[], Awaitable[set[int]]],
+        write: ProgressWriter,
+        pipeline: Callable[[], Pipeline],
+        metrics: ExporterMetrics,
+        publisher: Publisher,
+        owner: str,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.book = book
+        self._topic = answers_topic
+        self._make_consumer = make_consumer
+        self._owned = owned
+        self._partitions = partitions
+        self._write = write
+        self._pipeline = pipeline
+        self._metrics = metrics
+        self._publisher = publisher
+        self._owner = owner
+        self._clock = clock
+        self._completed: set[str] = set()
+
+    async def request(self, sweep_id: str, reason: str, requested_at: float) -> bool:
+        """Make a sweep known to the group, unless it is already; whether it was new."""
+        if self.book.knows(sweep_id):
+            log.info("sweep %s requested again (%s): known, not repeated", sweep_id, reason)
+            return False
+        partitions = len(await self._partitions())
+        sweep = SweepRecord(sweep_id, reason, requested_at, max(1, partitions))
+        await self._persist(sweep)
+        log.info("sweep %s requested (%s) over %d partitions", sweep_id, reason, partitions)
+        return True
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Sweep owned partitions' parts, oldest sweep first, until ``stop``."""
+        while not stop.is_set():
+            work = self._next_part()
+            if work is None:
+                self.refresh()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), _IDLE_SECONDS)
+                continue
+            consumer = self._make_consumer()
+            try:
+                await consumer.start()
+                await self._sweep_part(consumer, *work, stop)
+            finally:
+                await close(consumer)
+                self._metrics.state.sweep_running = False
+
+    def _next_part(self) -> tuple[SweepRecord, int] | None:
+        for partition in sorted(self._owned()):
+            pending = self.book.pending(partition)
+            if pending:
+                return pending[0], partition
+        return None
+
+    async def _persist(self, record: ProgressRecord) -> None:
+        """Write a record and apply it here at once (the follower will read it back)."""
+        await self._write(*encode_progress(record))
+        self.book.apply(record)
+        self.refresh()
+
+    async def _sweep_part(
+        self, consumer: Consumer, sweep: SweepRecord, partition: int, stop: asyncio.Event
+    ) -> None:
+        """Check one partition's part of a sweep from where it got, batch by batch, writing
+        its progress after each; stop early when the partition is no longer ours."""
+        tp = TopicPartition(self._topic, partition)
+        consumer.assign([tp])
+        first = (await consumer.beginning_offsets([tp]))[tp]
+        part = self.book.part(sweep.sweep_id, partition)
+        if part is None:
+            target = (await consumer.end_offsets([tp]))[tp]
+            start = min(first, target)
+            part = PartitionProgress(
+                sweep.sweep_id, partition, start, target, start, start >= target, {}, self._owner
+            )
+            await self._persist(part)
+        position = max(part.position, min(first, part.target))
+        consumer.seek(tp, position)
+        counts: Counter[str] = Counter(part.counts)
+        fetcher = Fetcher(consumer, self._metrics)
+        self._metrics.state.sweep_running = True
+        log.info(
+            "sweeping partition %d for sweep %s from offset %d to %d",
+            partition,
+            sweep.sweep_id,
+            position,
+            part.target,
+        )
+        while position < part.target:
+            if stop.is_set() or partition not in self._owned():
+                log.info("partition %d left at offset %d of sweep %s", partition, position, sweep)
+                return
+            position = await self._batch(consumer, fetcher, part, counts, position)
+            part = dataclasses.replace(
+                part,
+                position=position,
+                done=position >= part.target,
+                counts=dict(counts),
+                owner=self._owner,
+            )
+            await self._persist(part)
+        if not part.done:  # an empty range, or one the first owner left done already
+            await self._persist(dataclasses.replace(part, done=True, owner=self._owner))
+
+    async def _batch(
+        self,
+        consumer: Consumer,
+        fetcher: Fetcher,
+        part: PartitionProgress,
+        counts: Counter[str],
+        position: int,
+    ) -> int:
+        """Check one fetch of the part's partition, up to its target; deliver its failing
+        verdicts, count it; the position reached (only then is it safe to persist)."""
+        tp, target = TopicPartition(self._topic, part.partition), part.target
+        batches = await fetcher.getmany(tp, timeout_ms=500, max_records=_BATCH_RECORDS)
+        reached = max(position, fetcher.skipped_to.get(tp, position))
+        outcomes: list[Outcome] = []
+        sent: list[Any] = []
+        checked: Counter[str] = Counter()
+        last_yield = time.monotonic()
+        for record in batches.get(tp, []):
+            if record.offset >= target:
+                break
+            outcome = self._pipeline().answer(record, Mode.SWEEP)
+            outcomes.append(outcome)
+            checked.update(item.verdict.status.value for item in outcome.checked)
+            for verdict in outcome.publish:  # failing verdicts; invalid inputs were dead-lettered
+                sent.append(await self._publisher.verdict(verdict, outcome.origin, Mode.SWEEP))
+            reached = record.offset + 1
+            if time.monotonic() - last_yield > YIELD_SECONDS:
+                await asyncio.sleep(0)  # inline checks and heartbeats go on
+                last_yield = time.monotonic()
+        # the position, not the last record: the range may end in a transaction marker
+        reached = min(target, max(reached, await consumer.position(tp)))
+        await self._publisher.delivered(sent)
+        self._metrics.record(outcomes)
+        counts.update(checked)
+        return reached
+
+    def refresh(self) -> None:
+        """Set the sweep gauges from the book, for the partitions this instance owns: summed
+        over the group, they are the whole sweep's, each partition counted by its owner."""
+        latest = self.book.latest()
+        if latest is None:
+            return
+        state = self._metrics.state
+        owned = self._owned()
+        state.sweep_partitions = self.book.states(latest.sweep_id, owned)
+        if not self.book.complete(latest.sweep_id):
+            return
+        now = self._clock()
+        if latest.sweep_id not in self._completed:
+            self._completed.add(latest.sweep_id)
+            state.sweep_completed_at = now
+            log.info("sweep %s complete across the group (%s)", latest.sweep_id, latest.reason)
+        completed_at = state.sweep_completed_at or now
+        state.last_sweep = SweepResult(
+            self.book.counts(latest.sweep_id, owned),
+            completed_at,
+            max(0.0, completed_at - latest.requested_at),
+        )

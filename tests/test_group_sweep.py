@@ -1,0 +1,227 @@
+"""The sweep the group shares, on the in-memory broker of tests/fake_kafka.py (no broker).
+
+Two or three instances, each with its own book, follower, metrics and sweeper, share one fake
+broker: the answer topic's partitions are split between them as the group would. Waiting for
+the other tasks is a loop bounded in steps, never a timed assertion.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import orjson
+from conftest import chunk_record, store_of
+from fake_kafka import FakeBroker, FakeConsumer, FakeProducer
+from prometheus_client import CollectorRegistry
+
+from exporter.checks.engine import Policy
+from exporter.kafka.group_sweep import GroupSweeper, ProgressFollower
+from exporter.kafka.publish import Publisher
+from exporter.kafka.sweep_progress import SweepBook
+from exporter.outputs.metrics import ExporterMetrics, SourceLabels
+from exporter.pipeline.core import Pipeline, Record
+from exporter.pipeline.outcome import Mode, Outcome
+
+ANSWERS, VERDICTS, DLQ, PROGRESS = "answers", "verdicts", "dlq", "sweeps"
+TEXT = "The refund window is thirty days."
+PARTITIONS = 4
+STEPS = 5_000  # ~1 ms each
+
+
+class CountingPipeline(Pipeline):
+    """The real pipeline; remembers every message it checked in a sweep."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.swept: list[tuple[int, int]] = []
+        self.on_sweep: Callable[[Record], None] | None = None
+
+    def answer(self, record: Record, mode: Mode = Mode.INLINE) -> Outcome:
+        if mode is Mode.SWEEP:
+            self.swept.append((record.partition, record.offset))
+            if self.on_sweep is not None:
+                self.on_sweep(record)
+        return super().answer(record, mode)
+
+
+def _broker(answers: int) -> FakeBroker:
+    broker = FakeBroker()
+    for topic, partitions in ((ANSWERS, PARTITIONS), (VERDICTS, 1), (DLQ, 1), (PROGRESS, 1)):
+        broker.create_topic(topic, partitions)
+    for i in range(answers):
+        doc = "gone" if i % 10 == 9 else "d"  # one in ten cites a missing document: published
+        citation = {
+            "citation_id": f"a{i}",
+            "doc_id": doc,
+            "doc_version": "v1",
+            "chunk_id": f"{doc}#0",
+            "chunk_span": [4, 17],
+            "quote": "refund window",
+        }
+        answer = {"answer_id": f"a{i}", "citations": [citation]}
+        broker.append(ANSWERS, orjson.dumps(answer), partition=i % PARTITIONS)
+    return broker
+
+
+class Instance:
+    """One exporter instance's share of the group sweep: its book, follower and sweeper."""
+
+    def __init__(self, broker: FakeBroker, name: str, owned: set[int]) -> None:
+        self.owned = set(owned)
+        self.registry = CollectorRegistry()
+        self.metrics = ExporterMetrics(self.registry, SourceLabels(), "test")
+        self.pipeline = CountingPipeline(store_of(chunk_record("d", 0, TEXT)), Policy())
+        self.producer = FakeProducer(broker)
+        self.book = SweepBook()
+        producer = self.producer
+
+        async def write(key: bytes, value: bytes) -> None:
+            await (await producer.send(PROGRESS, value, key))
+
+        async def partitions() -> set[int]:
+            return broker.partitions(ANSWERS)
+
+        self.sweeper = GroupSweeper(
+            book=self.book,
+            answers_topic=ANSWERS,
+            make_consumer=lambda: FakeConsumer(broker, fetch_max_records=3),
+            owned=lambda: self.owned,
+            partitions=partitions,
+            write=write,
+            pipeline=lambda: self.pipeline,
+            metrics=self.metrics,
+            publisher=Publisher(self.producer, VERDICTS, DLQ),
+            owner=name,
+            clock=lambda: 1_000.0,
+        )
+        self.follower = ProgressFollower(
+            FakeConsumer(broker), PROGRESS, self.book, self.metrics, self.sweeper.refresh
+        )
+
+    async def start(self, stop: asyncio.Event) -> list[asyncio.Task[None]]:
+        await self.follower.assign({0})
+        await self.follower.load()
+        return [
+            asyncio.create_task(self.follower.run(stop)),
+            asyncio.create_task(self.sweeper.run(stop)),
+        ]
+
+    def checks(self) -> float:
+        return sum(
+            sample.value
+            for family in self.registry.collect()
+            for sample in family.samples
+            if sample.name == "citation_checks_total" and sample.labels.get("mode") == "sweep"
+        )
+
+    def gauge(self, name: str, **labels: str) -> float:
+        value = self.registry.get_sample_value(name, labels)
+        return 0.0 if value is None else value
+
+
+async def _until(condition: Callable[[], bool]) -> bool:
+    for _ in range(STEPS):
+        if condition():
+            return True
+        await asyncio.sleep(0.001)
+    return condition()
+
+
+def _run(instances: list[Instance], scenario: Callable[[asyncio.Event], object]) -> None:
+    async def main() -> None:
+        stop = asyncio.Event()
+        tasks = [task for instance in instances for task in await instance.start(stop)]
+        try:
+            await scenario(stop)  # type: ignore[misc]
+        finally:
+            stop.set()
+            await asyncio.gather(*tasks)
+
+    asyncio.run(main())
+
+
+def _sweep_verdicts(broker: FakeBroker) -> list[str]:
+    return [
+        orjson.loads(record.value or b"{}")["citation_id"]
+        for record in broker.records(VERDICTS)
+        if orjson.loads(record.value or b"{}").get("mode") == "sweep"
+    ]
+
+
+def test_one_request_is_swept_once_across_the_group() -> None:
+    broker = _broker(answers=40)
+    a, b = Instance(broker, "a", {0, 1}), Instance(broker, "b", {2, 3})
+
+    async def scenario(stop: asyncio.Event) -> None:
+        assert await a.sweeper.request("s1", "re-index", 900.0)
+        assert await _until(lambda: a.book.complete("s1") and b.book.complete("s1"))
+        assert not await b.sweeper.request("s1", "the same request, seen by b", 901.0), "known"
+
+    _run([a, b], scenario)
+    assert sorted(a.pipeline.swept + b.pipeline.swept) == sorted(
+        (i % PARTITIONS, i // PARTITIONS) for i in range(40)
+    ), "every archived message checked exactly once, by its partition's owner"
+    assert {p for p, _ in a.pipeline.swept} == {0, 1} and {p for p, _ in b.pipeline.swept} == {2, 3}
+    assert a.checks() + b.checks() == 40
+    assert sorted(_sweep_verdicts(broker)) == sorted(f"a{i}" for i in range(9, 40, 10))
+    # each instance reports its own partitions; the group's sum is the sweep's
+    for state in ("pending", "running"):
+        assert a.gauge("citation_sweep_partitions", state=state) == 0
+    assert a.gauge("citation_sweep_partitions", state="done") == 2
+    assert b.gauge("citation_sweep_partitions", state="done") == 2
+    statuses = [("ok", 36), ("document_missing", 4)]
+    for status, count in statuses:
+        both = a.gauge("citation_sweep_citations", status=status) + b.gauge(
+            "citation_sweep_citations", status=status
+        )
+        assert both == count
+    assert a.gauge("citation_sweep_last_completed_timestamp_seconds") == 1_000.0
+    assert a.gauge("citation_sweep_duration_seconds") == 100.0
+
+
+def test_a_partition_that_changes_owner_is_resumed_where_its_last_batch_ended() -> None:
+    broker = _broker(answers=60)
+    a, b = Instance(broker, "a", {0, 1, 2, 3}), Instance(broker, "b", set())
+
+    def rebalance(record: Record) -> None:
+        if len(a.pipeline.swept) == 20:  # a is part-way through its first partitions
+            a.owned, b.owned = {0, 1}, {2, 3}
+
+    a.pipeline.on_sweep = rebalance
+
+    async def scenario(stop: asyncio.Event) -> None:
+        await a.sweeper.request("s1", "control", 900.0)
+        assert await _until(lambda: a.book.complete("s1") and b.book.complete("s1"))
+
+    _run([a, b], scenario)
+    everything = {(i % PARTITIONS, i // PARTITIONS) for i in range(60)}
+    swept = a.pipeline.swept + b.pipeline.swept
+    assert set(swept) == everything, "every message at least once"
+    assert len(swept) - len(everything) <= 3, "at most the batch in hand twice"
+    assert b.pipeline.swept and {p for p, _ in b.pipeline.swept} <= {2, 3}
+    # the persisted counts follow one chain per partition: each citation counted once
+    assert a.book.counts("s1", {0, 1, 2, 3}) == {"ok": 54, "document_missing": 6}
+
+
+def test_a_sweep_requested_before_an_instance_started_is_taken_up_by_it() -> None:
+    """The progress topic is read to its end at start-up: a sweep the group knows of is
+    carried out on a new instance's partitions, and one complete is not repeated."""
+    broker = _broker(answers=20)
+    first = Instance(broker, "a", {0, 1, 2, 3})
+
+    async def before(stop: asyncio.Event) -> None:
+        await first.sweeper.request("s1", "control", 900.0)
+        assert await _until(lambda: first.book.complete("s1"))
+        first.owned = set()
+        await first.sweeper.request("s2", "control", 950.0)
+
+    _run([first], before)
+    later = Instance(broker, "b", {0, 1, 2, 3})
+
+    async def after(stop: asyncio.Event) -> None:
+        assert later.book.complete("s1") and later.book.knows("s2")
+        assert await _until(lambda: later.book.complete("s2"))
+
+    _run([later], after)
+    assert sorted(later.pipeline.swept) == sorted((i % 4, i // 4) for i in range(20)), "s2 once"
