@@ -219,6 +219,12 @@ class Settings(JudgeSettings):
 
     # sweeps
     sweep_quiet_seconds: float = Field(60.0, gt=0.0)
+    # a compacted topic of one partition: when set, the instances of the group share each
+    # sweep (each sweeps the answer partitions it owns); unset, each sweeps everything alone
+    sweeps_topic: str | None = None
+    # a shared sweep's control requests older than this when first read are not carried out
+    # (every instance reads the control topic from its start)
+    sweep_request_max_age_seconds: float = Field(86_400.0, gt=0.0)
 
     # metrics endpoint
     metrics_host: str = "0.0.0.0"  # an exporter is scraped from other hosts
@@ -237,6 +243,7 @@ class Settings(JudgeSettings):
         "web_config_file",
         "sasl_oauth_token_file",
         "sasl_kerberos_domain_name",
+        "sweeps_topic",
         mode="before",
     )
     @classmethod

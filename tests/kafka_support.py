@@ -60,13 +60,13 @@ class Topics:
     verdicts: str
     dlq: str
     control: str
+    sweeps: str  # progress of the sweeps the group shares (passed only where a test shares)
 
     @classmethod
     def fresh(cls) -> Topics:
         tag = uuid.uuid4().hex[:10]
-        return cls(
-            *(f"test-{tag}.{name}" for name in ("chunks", "answers", "verdicts", "dlq", "control"))
-        )
+        names = ("chunks", "answers", "verdicts", "dlq", "control", "sweeps")
+        return cls(*(f"test-{tag}.{name}" for name in names))
 
     def env(self) -> dict[str, str]:
         return {
@@ -89,6 +89,7 @@ async def _create(bootstrap: str, topics: Topics, answer_partitions: int) -> Non
                 NewTopic(topics.verdicts, 2, 1),
                 NewTopic(topics.dlq, 1, 1),
                 NewTopic(topics.control, 1, 1),
+                NewTopic(topics.sweeps, 1, 1, topic_configs={"cleanup.policy": "compact"}),
             ]
         )
     finally:

@@ -24,6 +24,7 @@ from aiokafka import TopicPartition
 
 from exporter.kafka.answers import YIELD_SECONDS
 from exporter.kafka.clients import close
+from exporter.kafka.control import SweepRequest, sweep_request
 from exporter.kafka.fetching import Fetcher
 from exporter.kafka.protocols import Consumer
 from exporter.kafka.publish import Publisher
@@ -40,8 +41,9 @@ from exporter.outputs.state import SweepResult
 from exporter.pipeline.core import Pipeline
 from exporter.pipeline.outcome import DeadLetter, Mode, Origin, Outcome
 from exporter.records.decode import RecordError
+from exporter.records.limits import preview
 
-__all__ = ["GroupSweeper", "ProgressFollower", "ProgressWriter"]
+__all__ = ["GroupSweeper", "ProgressFollower", "ProgressWriter", "RequestListener"]
 
 log = logging.getLogger(__name__)
 
@@ -296,3 +298,71 @@ class GroupSweeper:
             completed_at,
             max(0.0, completed_at - latest.requested_at),
         )
+
+
+class RequestListener:
+    """Every sweep request on the control topic, read by every instance of the group (no
+    consumer group: each reads every partition from its start) and handed to the sweeper,
+    which makes a request the group does not know yet known to it.
+
+    A request older than ``max_age_seconds`` when read is logged and not carried out: the
+    topic is read from its start at every start-up, and a request from before sweeps were
+    shared (or one long answered) must not sweep the archive again. A message that is not a
+    request is logged and counted as an invalid event of the topic (by every instance; it is
+    not dead-lettered N times).
+    """
+
+    def __init__(
+        self,
+        consumer: Consumer,
+        topic: str,
+        sweeper: GroupSweeper,
+        metrics: ExporterMetrics,
+        *,
+        max_age_seconds: float,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._consumer = consumer
+        self._topic = topic
+        self._sweeper = sweeper
+        self._metrics = metrics
+        self._max_age = max_age_seconds
+        self._clock = clock
+        self._fetcher = Fetcher(consumer, metrics)
+
+    async def assign(self, partitions: set[int]) -> None:
+        assigned = [TopicPartition(self._topic, p) for p in sorted(partitions)]
+        self._consumer.assign(assigned)
+        await self._consumer.seek_to_beginning(*assigned)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            batches = await self._fetcher.getmany(timeout_ms=500, max_records=100)
+            outcomes: list[Outcome] = []
+            for records in batches.values():
+                for record in records:
+                    origin = Origin(record.topic, record.partition, record.offset)
+                    try:
+                        request = sweep_request(record.value, origin)
+                    except RecordError as exc:
+                        log.warning("%s: not a sweep request, ignored: %s", origin, exc)
+                        letter = DeadLetter(origin, None, None, "invalid_record", str(exc))
+                        outcomes.append(Outcome(origin, dead_letter=letter))
+                        continue
+                    outcomes.append(Outcome(origin))
+                    await self._take(request, record.timestamp / 1000, origin)
+            self._metrics.record(outcomes)
+
+    async def _take(self, request: SweepRequest, sent_at: float, origin: Origin) -> None:
+        age = self._clock() - sent_at
+        if age > self._max_age and not self._sweeper.book.knows(request.sweep_id):
+            log.info(
+                "%s: sweep request %s (%s) is %.0f s old, past sweep_request_max_age_seconds: "
+                "not carried out",
+                origin,
+                request.sweep_id,
+                preview(request.reason),
+                age,
+            )
+            return
+        await self._sweeper.request(request.sweep_id, request.reason, sent_at)

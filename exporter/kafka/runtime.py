@@ -14,8 +14,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.errors import KafkaError
@@ -30,9 +32,11 @@ from exporter.judging import model_judge, sample_judging
 from exporter.kafka.answers import AnswerChecker
 from exporter.kafka.chunks import ChunkFollower
 from exporter.kafka.clients import close, make_consumer, make_producer, topic_partitions
-from exporter.kafka.control import ControlListener
+from exporter.kafka.control import MAX_SWEEP_ID_CHARS, ControlListener
 from exporter.kafka.diagnose import diagnose
+from exporter.kafka.group_sweep import GroupSweeper, ProgressFollower, RequestListener
 from exporter.kafka.publish import Publisher
+from exporter.kafka.sweep_progress import SweepBook
 from exporter.kafka.topic_sweep import SweepRunner
 from exporter.memory import freeze_long_lived
 from exporter.outputs.state import ExporterState
@@ -55,6 +59,35 @@ SHUTDOWN_GRACE_SECONDS = 10.0
 CONNECTION_CHECK_SECONDS = 30.0
 # The same problem is logged again after this long (a reminder during a long outage).
 _PROBLEM_REMINDER_SECONDS = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Shared:
+    """The clients a sweep the group shares uses besides the service's own."""
+
+    producer: AIOKafkaProducer
+    control: AIOKafkaConsumer
+    answers: AIOKafkaConsumer
+    progress: AIOKafkaConsumer
+
+
+def _clients(
+    settings: Settings,
+) -> tuple[AIOKafkaProducer, AIOKafkaConsumer, AIOKafkaConsumer, AIOKafkaConsumer, _Shared | None]:
+    """The service's clients: the producer and the chunk, answer and control consumers, and
+    those of a sweep the group shares when ``sweeps_topic`` is set (its control consumer is in
+    no group then: every instance reads every request)."""
+    producer = make_producer(settings)
+    chunks = make_consumer(settings, "chunks")
+    answers = make_consumer(settings, "answers", group_id=settings.group_id)
+    shared = settings.sweeps_topic is not None
+    control = make_consumer(
+        settings, "control", group_id=None if shared else f"{settings.group_id}.control"
+    )
+    sharing = None
+    if shared:
+        sharing = _Shared(producer, control, answers, make_consumer(settings, "sweeps"))
+    return producer, chunks, answers, control, sharing
 
 
 class Exporter:
@@ -142,12 +175,7 @@ class Exporter:
         # a fresh store each time: tombstones compacted away while we were gone must not leave
         # deleted chunks behind
         store = self.state.store = ChunkStore()
-        producer = make_producer(settings)
-        chunk_consumer = make_consumer(settings, "chunks")
-        answer_consumer = make_consumer(settings, "answers", group_id=settings.group_id)
-        control_consumer = make_consumer(
-            settings, "control", group_id=f"{settings.group_id}.control"
-        )
+        producer, chunk_consumer, answer_consumer, control_consumer, sharing = _clients(settings)
         # every client is stopped at the end, started or not: one that failed to start
         # still holds a connection pool, and warns "Unclosed" when collected
         clients: list[AIOKafkaProducer | AIOKafkaConsumer] = [
@@ -155,6 +183,7 @@ class Exporter:
             chunk_consumer,
             answer_consumer,
             control_consumer,
+            *([] if sharing is None else [sharing.progress]),
         ]
         background: list[asyncio.Task[None]] = []
         publisher = Publisher(
@@ -187,13 +216,14 @@ class Exporter:
             watch.arm()
             for client in (answer_consumer, control_consumer):
                 await client.start()
-            control = ControlListener(
-                control_consumer, settings.control_topic, sweeps, self.metrics, publisher
-            )
-            control.subscribe()
-            background.append(asyncio.create_task(control.run(stop), name="control listener"))
+            if sharing is None:
+                reindex = self._instance_sweeps(
+                    control_consumer, sweeps, publisher, background, stop
+                )
+            else:
+                reindex = await self._share_sweeps(sharing, pipeline, publisher, background, stop)
             background.append(
-                asyncio.create_task(self._watch_reindex(watch, sweeps, stop), name="re-index watch")
+                asyncio.create_task(self._watch_reindex(watch, reindex, stop), name="re-index")
             )
             background.append(
                 asyncio.create_task(self._watch_connection(stop), name="connection watch")
@@ -296,13 +326,107 @@ class Exporter:
                 log.warning("Kafka can be used again (%s)", self.state.problem)
                 self.state.problem, self._logged_problem = None, None
 
+    def _instance_sweeps(
+        self,
+        control_consumer: AIOKafkaConsumer,
+        sweeps: SweepRunner,
+        publisher: Publisher,
+        background: list[asyncio.Task[None]],
+        stop: asyncio.Event,
+    ) -> Callable[[str], Awaitable[None]]:
+        """Sweeps each instance runs alone over the whole archive (no ``sweeps_topic``): a
+        control request is taken by one instance of the group. Returns how a re-index asks
+        for a sweep."""
+        control = ControlListener(
+            control_consumer, self.settings.control_topic, sweeps, self.metrics, publisher
+        )
+        control.subscribe()
+        background.append(asyncio.create_task(control.run(stop), name="control listener"))
+
+        async def reindex(chunker: str) -> None:
+            sweeps.request(f"chunker changed to {chunker}")
+
+        return reindex
+
+    async def _share_sweeps(
+        self,
+        clients: _Shared,
+        pipeline: Pipeline,
+        publisher: Publisher,
+        background: list[asyncio.Task[None]],
+        stop: asyncio.Event,
+    ) -> Callable[[str], Awaitable[None]]:
+        """Sweeps the group shares through ``sweeps_topic``: its progress read to the end
+        (what the group knew before this instance), then followed; every request read; this
+        instance's partitions swept. Returns how a re-index asks for a sweep."""
+        settings = self.settings
+        assert settings.sweeps_topic is not None
+        sweeps_topic, answers_topic = settings.sweeps_topic, settings.answers_topic
+        producer = clients.producer
+        await clients.progress.start()
+
+        async def write(key: bytes, value: bytes) -> None:
+            await (await producer.send(sweeps_topic, value, key=key))
+
+        def owned() -> set[int]:
+            assignment = clients.answers.assignment()
+            return {tp.partition for tp in assignment if tp.topic == answers_topic}
+
+        book = SweepBook()
+        sweeper = GroupSweeper(
+            book=book,
+            answers_topic=answers_topic,
+            make_consumer=lambda: make_consumer(settings, "sweep"),
+            owned=owned,
+            partitions=lambda: topic_partitions(producer, answers_topic, "answers_topic", settings),
+            write=write,
+            pipeline=lambda: pipeline,
+            metrics=self.metrics,
+            publisher=publisher,
+            owner=f"{settings.client_id}@{socket.gethostname()}",
+        )
+        follower = ProgressFollower(
+            clients.progress, sweeps_topic, book, self.metrics, sweeper.refresh
+        )
+        await follower.assign(
+            await topic_partitions(producer, sweeps_topic, "sweeps_topic", settings)
+        )
+        await follower.load()
+        requests = RequestListener(
+            clients.control,
+            settings.control_topic,
+            sweeper,
+            self.metrics,
+            max_age_seconds=settings.sweep_request_max_age_seconds,
+        )
+        await requests.assign(
+            await topic_partitions(producer, settings.control_topic, "control_topic", settings)
+        )
+        for name, task in (
+            ("sweep progress", follower.run(stop)),
+            ("sweep requests", requests.run(stop)),
+            ("shared sweeps", sweeper.run(stop)),
+        ):
+            background.append(asyncio.create_task(task, name=name))
+
+        async def reindex(chunker: str) -> None:
+            await sweeper.request(
+                f"reindex/{chunker}"[:MAX_SWEEP_ID_CHARS],
+                f"chunker changed to {chunker}",
+                time.time(),
+            )
+
+        return reindex
+
     @staticmethod
-    async def _watch_reindex(watch: ReindexWatch, sweeps: SweepRunner, stop: asyncio.Event) -> None:
-        """Start a sweep once a re-index with a new chunker has gone quiet."""
+    async def _watch_reindex(
+        watch: ReindexWatch, request: Callable[[str], Awaitable[None]], stop: asyncio.Event
+    ) -> None:
+        """Ask for a sweep once a re-index with a new chunker has gone quiet."""
         while not stop.is_set():
             chunker = watch.due()
             if chunker is not None:
-                sweeps.request(f"chunker changed to {chunker}")
+                await request(chunker)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), 0.5)
 

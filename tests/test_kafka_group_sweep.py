@@ -1,0 +1,132 @@
+"""One sweep shared by the consumer group, on a real broker: three exporter processes, a
+six-partition answer topic, progress on a compacted topic (``sweeps_topic``)."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from kafka_support import (
+    ExporterProcess,
+    Topics,
+    answer_messages,
+    chunk_messages,
+    create_topics,
+    expected_verdicts,
+    produce,
+    total,
+)
+
+from exporter.simulate.files import write_scenario
+from exporter.simulate.scenario import ScenarioConfig, build_scenario
+
+pytestmark = pytest.mark.kafka
+
+PARTITIONS = 6
+INVALID_LINES = 4  # each an invalid verdict of a sweep (not counted in citation_checks_total)
+
+
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    config = ScenarioConfig(seed=23, answers=1200, invalid_lines=INVALID_LINES)
+    return write_scenario(build_scenario(config), tmp_path_factory.mktemp("group-sweep"))
+
+
+@contextmanager
+def _group(
+    bootstrap: str, topics: Topics, tmp_path: Path, count: int = 3
+) -> Iterator[list[ExporterProcess]]:
+    """``count`` exporters sharing sweeps, ready and through the inline traffic."""
+    exporters = [
+        ExporterProcess(
+            bootstrap,
+            topics,
+            tmp_path / f"exporter-{i}.log",
+            sweeps_topic=topics.sweeps,
+            judge_sweep_sample="0",
+        )
+        for i in range(count)
+    ]
+    try:
+        for exporter in exporters:
+            exporter.wait_ready()
+        yield exporters
+    finally:
+        for exporter in exporters:
+            exporter.stop()
+
+
+def _sum(exporters: list[ExporterProcess], name: str, **labels: str) -> float:
+    return sum(total(e.scrape(), name, **labels) for e in exporters)
+
+
+def _until(condition: Callable[[], bool], seconds: float = 90.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.25)
+    raise AssertionError("the group did not get there in time")
+
+
+def _request(bootstrap: str, topics: Topics, sweep_id: str) -> None:
+    request = f'{{"type": "sweep", "id": "{sweep_id}", "reason": "test"}}'.encode()
+    produce(bootstrap, topics.control, [(None, request)])
+
+
+def test_one_request_checks_every_archived_citation_exactly_once_across_the_group(
+    bootstrap: str, scenario: dict[str, Path], tmp_path: Path
+) -> None:
+    topics = create_topics(bootstrap, answer_partitions=PARTITIONS)
+    produce(bootstrap, topics.chunks, chunk_messages(scenario["chunks"]))
+    produce(bootstrap, topics.answers, answer_messages(scenario["citations"]))
+    expected = expected_verdicts(scenario["expected"])
+    citations = len(expected)
+    with _group(bootstrap, topics, tmp_path) as exporters:
+        _until(lambda: _sum(exporters, "citation_checks_total", mode="inline") >= citations)
+        _request(bootstrap, topics, "s-1")
+        _until(lambda: _sum(exporters, "citation_sweep_partitions", state="done") == PARTITIONS)
+        assert _sum(exporters, "citation_checks_total", mode="sweep") == citations
+        owned = [total(e.scrape(), "citation_sweep_partitions") for e in exporters]
+        assert sum(owned) == PARTITIONS, "each reports the partitions it owns, and only those"
+        statuses = Counter(e["status"] for e in expected)
+        statuses["invalid"] = INVALID_LINES
+        for status, count in statuses.items():
+            assert _sum(exporters, "citation_sweep_citations", status=status) == count, status
+        # the same id again is one sweep; a new one after it is a second
+        _request(bootstrap, topics, "s-1")
+        _request(bootstrap, topics, "s-2")
+        _until(lambda: _sum(exporters, "citation_checks_total", mode="sweep") >= 2 * citations)
+        _until(lambda: _sum(exporters, "citation_sweep_partitions", state="done") == PARTITIONS)
+        assert _sum(exporters, "citation_checks_total", mode="sweep") == 2 * citations
+
+
+def test_a_member_killed_mid_sweep_leaves_its_partitions_to_the_others(
+    bootstrap: str, scenario: dict[str, Path], tmp_path: Path
+) -> None:
+    topics = create_topics(bootstrap, answer_partitions=PARTITIONS)
+    produce(bootstrap, topics.chunks, chunk_messages(scenario["chunks"]))
+    for _ in range(4):  # a larger archive, so the kill lands mid-sweep
+        produce(bootstrap, topics.answers, answer_messages(scenario["citations"]))
+    citations = 4 * len(expected_verdicts(scenario["expected"]))
+    with _group(bootstrap, topics, tmp_path) as exporters:
+        _until(lambda: _sum(exporters, "citation_checks_total", mode="inline") >= citations)
+        _request(bootstrap, topics, "s-kill")
+        victim, survivors = exporters[0], exporters[1:]
+        _until(lambda: total(victim.scrape(), "citation_checks_total", mode="sweep") > 0)
+        victim.stop(signal.SIGKILL)
+        _until(
+            lambda: _sum(survivors, "citation_sweep_partitions", state="done") == PARTITIONS,
+            seconds=120,
+        )
+        assert _sum(survivors, "citation_checks_total", mode="sweep") > 0
+        # the persisted counts follow one chain per partition: the sweep's, exactly, though
+        # the victim's partitions were checked by others from where it left them
+        invalid = _sum(survivors, "citation_sweep_citations", status="invalid")
+        assert invalid == 4 * INVALID_LINES
+        assert _sum(survivors, "citation_sweep_citations") - invalid == citations
