@@ -151,13 +151,24 @@ class _Tests:
         )
         return series
 
-    def sweep(self, ok: int, drift: int, invalid: int = 0) -> list[dict[str, str]]:
-        gauge = "citation_sweep_citations"
+    def sweep(
+        self, ok: int, drift: int, invalid: int = 0, exporter: dict[str, str] | None = None
+    ) -> list[dict[str, str]]:
+        gauge, exporter = "citation_sweep_citations", exporter or self.exporter
         return [
-            _series(gauge, {**self.exporter, "status": "ok"}, f"{ok}x30"),
-            _series(gauge, {**self.exporter, "status": "drift_repaired"}, f"{drift}x30"),
-            _series(gauge, {**self.exporter, "status": "invalid"}, f"{invalid}x30"),
+            _series(gauge, {**exporter, "status": "ok"}, f"{ok}x30"),
+            _series(gauge, {**exporter, "status": "drift_repaired"}, f"{drift}x30"),
+            _series(gauge, {**exporter, "status": "invalid"}, f"{invalid}x30"),
         ]
+
+    def shared_sweep(self, shares: list[tuple[int, int]]) -> list[dict[str, str]]:
+        """A sweep the group shared (sweeps_topic): each instance reports its partitions'
+        (ok, drift) share."""
+        series = []
+        for number, (ok, drift) in enumerate(shares):
+            instance = {**self.exporter, "instance": f"exporter-{number}:9877"}
+            series += self.sweep(ok, drift, exporter=instance)
+        return series
 
     def answers(
         self,
@@ -351,6 +362,17 @@ class _Tests:
                 "a sweep that found 1.1% drift pages (invalid citations do not dilute it)",
                 self.sweep(ok=9890, drift=110, invalid=500),
                 [self.fires(alert, 5, (self.job, "1.1%"))],
+            ),
+            _case(
+                "a sweep three instances shared pages once, on the group's 1.1%, though two "
+                "of their shares alone were calm",
+                self.shared_sweep([(3000, 10), (3000, 20), (3890, 80)]),
+                [self.fires(alert, 5, (self.job, "1.1%"))],
+            ),
+            _case(
+                "a shared sweep whose one share drifted 2% does not page on the group's 0.9%",
+                self.shared_sweep([(3000, 10), (3000, 0), (3910, 80)]),
+                [self.quiet(alert, 5)],
             ),
         ]
 
