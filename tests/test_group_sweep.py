@@ -16,6 +16,8 @@ from fake_kafka import FakeBroker, FakeConsumer, FakeProducer
 from prometheus_client import CollectorRegistry
 
 from exporter.checks.engine import Policy
+from exporter.checks.lexical import LexicalJudge
+from exporter.judging import SampleJudging
 from exporter.kafka.group_sweep import GroupSweeper, ProgressFollower
 from exporter.kafka.publish import Publisher
 from exporter.kafka.sweep_progress import SweepBook
@@ -58,6 +60,7 @@ def _broker(answers: int) -> FakeBroker:
             "chunk_id": f"{doc}#0",
             "chunk_span": [4, 17],
             "quote": "refund window",
+            "claim": "The refund window is thirty days.",
         }
         answer = {"answer_id": f"a{i}", "citations": [citation]}
         broker.append(ANSWERS, orjson.dumps(answer), partition=i % PARTITIONS)
@@ -67,11 +70,20 @@ def _broker(answers: int) -> FakeBroker:
 class Instance:
     """One exporter instance's share of the group sweep: its book, follower and sweeper."""
 
-    def __init__(self, broker: FakeBroker, name: str, owned: set[int]) -> None:
+    def __init__(
+        self, broker: FakeBroker, name: str, owned: set[int], sample: int | None = None
+    ) -> None:
         self.owned = set(owned)
         self.registry = CollectorRegistry()
         self.metrics = ExporterMetrics(self.registry, SourceLabels(), "test")
-        self.pipeline = CountingPipeline(store_of(chunk_record("d", 0, TEXT)), Policy())
+        self.pipeline = CountingPipeline(
+            store_of(chunk_record("d", 0, TEXT)),
+            Policy(),
+            sweep_judge_rate=0.0 if sample is None else 1.0,
+        )
+        judging = None
+        if sample is not None:
+            judging = SampleJudging(sample, LexicalJudge(), None, frozenset())
         self.producer = FakeProducer(broker)
         self.book = SweepBook()
         producer = self.producer
@@ -93,6 +105,7 @@ class Instance:
             metrics=self.metrics,
             publisher=Publisher(self.producer, VERDICTS, DLQ),
             owner=name,
+            judging=judging,
             clock=lambda: 1_000.0,
         )
         self.follower = ProgressFollower(
@@ -107,12 +120,12 @@ class Instance:
             asyncio.create_task(self.sweeper.run(stop)),
         ]
 
-    def checks(self) -> float:
+    def checks(self, name: str = "citation_checks_total") -> float:
         return sum(
             sample.value
             for family in self.registry.collect()
             for sample in family.samples
-            if sample.name == "citation_checks_total" and sample.labels.get("mode") == "sweep"
+            if sample.name == name and sample.labels.get("mode") == "sweep"
         )
 
     def gauge(self, name: str, **labels: str) -> float:
@@ -225,3 +238,21 @@ def test_a_sweep_requested_before_an_instance_started_is_taken_up_by_it() -> Non
 
     _run([later], after)
     assert sorted(later.pipeline.swept) == sorted((i % 4, i // 4) for i in range(20)), "s2 once"
+
+
+def test_each_instance_judges_its_share_of_the_sweep_s_sample() -> None:
+    """A sample of 20 over four partitions, two instances with two each: each draws from the
+    batches it checked and judges its share, 10, once the whole sweep is complete."""
+    broker = _broker(answers=80)
+    a = Instance(broker, "a", {0, 1}, sample=20)
+    b = Instance(broker, "b", {2, 3}, sample=20)
+
+    async def scenario(stop: asyncio.Event) -> None:
+        await a.sweeper.request("s1", "re-index", 900.0)
+        judged = "citation_entailment_checks_total"
+        assert await _until(lambda: a.checks(judged) + b.checks(judged) >= 20)
+        assert await _until(lambda: not a.sweeper.judge_tasks and not b.sweeper.judge_tasks)
+
+    _run([a, b], scenario)
+    judged = "citation_entailment_checks_total"
+    assert (a.checks(judged), b.checks(judged)) == (10, 10)

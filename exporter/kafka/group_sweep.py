@@ -18,10 +18,12 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from aiokafka import TopicPartition
 
+from exporter.judging import Drawing, PackedCandidate, SampleJudging
 from exporter.kafka.answers import YIELD_SECONDS
 from exporter.kafka.clients import close
 from exporter.kafka.control import SweepRequest, sweep_request
@@ -36,10 +38,12 @@ from exporter.kafka.sweep_progress import (
     decode_progress,
     encode_progress,
 )
+from exporter.kafka.topic_sweep import judge_sweep_sample
 from exporter.outputs.metrics import ExporterMetrics
 from exporter.outputs.state import SweepResult
 from exporter.pipeline.core import Pipeline
 from exporter.pipeline.outcome import DeadLetter, Mode, Origin, Outcome
+from exporter.pipeline.sampling import StratifiedSample, Stratum
 from exporter.records.decode import RecordError
 from exporter.records.limits import preview
 
@@ -140,9 +144,15 @@ class GroupSweeper:
         metrics: ExporterMetrics,
         publisher: Publisher,
         owner: str,
+        judging: SampleJudging | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.book = book
+        self._judging = judging
+        # per sweep, the sample this instance draws from the batches it checks
+        self._samples: dict[str, tuple[StratifiedSample[PackedCandidate], Drawing]] = {}
+        self._judged: set[str] = set()
+        self.judge_tasks: set[asyncio.Task[None]] = set()
         self._topic = answers_topic
         self._make_consumer = make_consumer
         self._owned = owned
@@ -249,8 +259,14 @@ class GroupSweeper:
         position: int,
     ) -> int:
         """Check one fetch of the part's partition, up to its target; deliver its failing
-        verdicts, count it; the position reached (only then is it safe to persist)."""
+        verdicts, count it, draw the judge's sample from it; the position reached (only then
+        is it safe to persist)."""
         tp, target = TopicPartition(self._topic, part.partition), part.target
+        sweep = self.book.sweep(part.sweep_id)
+        drawn = None if sweep is None else self._sample(sweep)
+        thresholds = {} if drawn is None else drawn[0].thresholds()
+        strata: dict[Stratum, int] = {}
+        candidates: list[tuple[Stratum, int, str, PackedCandidate]] = []
         batches = await fetcher.getmany(tp, timeout_ms=500, max_records=_BATCH_RECORDS)
         reached = max(position, fetcher.skipped_to.get(tp, position))
         outcomes: list[Outcome] = []
@@ -263,6 +279,15 @@ class GroupSweeper:
             outcome = self._pipeline().answer(record, Mode.SWEEP)
             outcomes.append(outcome)
             checked.update(item.verdict.status.value for item in outcome.checked)
+            if drawn is not None:
+                drawn[1].add(
+                    outcome.checked,
+                    record.offset,
+                    thresholds,
+                    strata,
+                    candidates,
+                    partition=tp.partition,
+                )
             for verdict in outcome.publish:  # failing verdicts; invalid inputs were dead-lettered
                 sent.append(await self._publisher.verdict(verdict, outcome.origin, Mode.SWEEP))
             reached = record.offset + 1
@@ -274,7 +299,57 @@ class GroupSweeper:
         await self._publisher.delivered(sent)
         self._metrics.record(outcomes)
         counts.update(checked)
+        if drawn is not None:
+            drawn[0].add(strata, candidates)
         return reached
+
+    def _sample(
+        self, sweep: SweepRecord
+    ) -> tuple[StratifiedSample[PackedCandidate], Drawing] | None:
+        """The sample this instance draws for a sweep (None: no judging); made at its first
+        batch here. It is memory: a restart loses what was drawn before it."""
+        if self._judging is None:
+            return None
+        if sweep.sweep_id not in self._samples:
+            sample: StratifiedSample[PackedCandidate] = StratifiedSample(
+                self._judging.size, self._judging.seed
+            )
+            drawing = Drawing(datetime.fromtimestamp(sweep.requested_at, UTC), 0, sample.capacity)
+            self._samples[sweep.sweep_id] = (sample, drawing)
+        return self._samples[sweep.sweep_id]
+
+    def _judge_share(self, sweep: SweepRecord) -> None:
+        """Once a sweep is complete, judge the share of its sample this instance drew: in
+        proportion to the partitions it checked (the group's shares add up to the sample)."""
+        drawn = self._samples.pop(sweep.sweep_id, None)
+        if self._judging is None or drawn is None or sweep.sweep_id in self._judged:
+            return
+        self._judged.add(sweep.sweep_id)
+        sample = drawn[0]
+        swept = {
+            p
+            for p in range(sweep.partitions)
+            if (part := self.book.part(sweep.sweep_id, p)) is not None and part.owner == self._owner
+        }
+        sample.size = max(1, round(self._judging.size * len(swept) / sweep.partitions))
+        task = asyncio.get_running_loop().create_task(self._judge(self._judging, sample))
+        self.judge_tasks.add(task)
+        task.add_done_callback(self.judge_tasks.discard)
+
+    async def _judge(
+        self, judging: SampleJudging, sample: StratifiedSample[PackedCandidate]
+    ) -> None:
+        try:
+            await judge_sweep_sample(
+                judging,
+                sample,
+                store=self._pipeline().store,
+                metrics=self._metrics,
+                publisher=self._publisher,
+                topic=self._topic,
+            )
+        except Exception:  # the sweep is complete: judging its sample is best effort
+            log.exception("judging this instance's share of a shared sweep's sample failed")
 
     def refresh(self) -> None:
         """Set the sweep gauges from the book, for the partitions this instance owns: summed
@@ -292,6 +367,7 @@ class GroupSweeper:
             self._completed.add(latest.sweep_id)
             state.sweep_completed_at = now
             log.info("sweep %s complete across the group (%s)", latest.sweep_id, latest.reason)
+            self._judge_share(latest)
         completed_at = state.sweep_completed_at or now
         state.last_sweep = SweepResult(
             self.book.counts(latest.sweep_id, owned),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import socket
 import time
 from collections.abc import Awaitable, Callable
@@ -383,7 +384,9 @@ class Exporter:
             pipeline=lambda: pipeline,
             metrics=self.metrics,
             publisher=publisher,
-            owner=f"{settings.client_id}@{socket.gethostname()}",
+            # a pod's name tells instances apart; the process id, those on one host
+            owner=f"{settings.client_id}@{socket.gethostname()}/{os.getpid()}",
+            judging=sample_judging(settings, settings.high_severity_topics),
         )
         follower = ProgressFollower(
             clients.progress, sweeps_topic, book, self.metrics, sweeper.refresh

@@ -38,12 +38,14 @@ from typing import Any
 from aiokafka import TopicPartition
 
 from exporter.checks.entailment import EntailmentResult
+from exporter.checks.store import ChunkStore
 from exporter.judging import Drawing, PackedCandidate, SampleJudging
 from exporter.kafka.answers import YIELD_SECONDS
 from exporter.kafka.clients import close
 from exporter.kafka.fetching import Fetcher
 from exporter.kafka.protocols import Consumer
 from exporter.kafka.publish import Publisher
+from exporter.outputs.entailment_report import EntailmentSummary
 from exporter.outputs.metrics import ExporterMetrics
 from exporter.outputs.report import SweepSummary
 from exporter.outputs.state import SweepResult
@@ -51,7 +53,7 @@ from exporter.pipeline.core import Pipeline
 from exporter.pipeline.outcome import Mode, Origin, Outcome
 from exporter.pipeline.sampling import StratifiedSample, Stratum
 
-__all__ = ["SweepRunner"]
+__all__ = ["SweepRunner", "judge_sweep_sample"]
 
 log = logging.getLogger(__name__)
 
@@ -188,44 +190,13 @@ class SweepRunner:
         sample: StratifiedSample[PackedCandidate],
         summary: SweepSummary,
     ) -> None:
-        """Judge the sample drawn; count the judgements (mode sweep) and publish the
-        not_entailed ones, as the judge behind the response does."""
-        judged, entailment = await judging.judge(sample, self._pipeline().store)
-        summary.entailment = entailment
-        self._metrics.judged(
-            Mode.SWEEP, [item.judgement for item in judged], [item.called for item in judged]
-        )
-        sent: list[Awaitable[Any]] = []
-        for item in judged:
-            if item.judgement.result is not EntailmentResult.NOT_ENTAILED:
-                continue
-            candidate = item.candidate
-            origin = Origin(self._topic, candidate.partition or 0, candidate.line)
-            sent.append(
-                await self._publisher.entailment(
-                    candidate.verdict, item.judgement, item.action, origin, Mode.SWEEP
-                )
-            )
-        # behind the sweep, as behind the response: a result not delivered is logged (a
-        # failure here must not start the sweep again, counting it twice)
-        delivered = await asyncio.gather(*sent, return_exceptions=True)
-        failed = [error for error in delivered if isinstance(error, BaseException)]
-        if failed:
-            log.warning(
-                "%d of %d not_entailed results of the sweep could not be published: %s",
-                len(failed),
-                len(sent),
-                failed[0],
-            )
-        log.info(
-            "sweep judged %d of %d judgeable citations (%s): %d not entailed, %d unknown, "
-            "%d errors, %d skipped; %d model calls, $%.4f",
-            sum(entailment.sampled.values()),
-            entailment.judgeable,
-            entailment.judge,
-            *(entailment.result_count(result) for result in _REPORTED),
-            entailment.calls,
-            entailment.cost_usd,
+        summary.entailment = await judge_sweep_sample(
+            judging,
+            sample,
+            store=self._pipeline().store,
+            metrics=self._metrics,
+            publisher=self._publisher,
+            topic=self._topic,
         )
 
     async def _resume(self, consumer: Consumer, progress: _Progress) -> list[TopicPartition]:
@@ -328,3 +299,53 @@ class _Progress:
     def __post_init__(self) -> None:
         if self.judging is not None:
             self.sample = StratifiedSample(self.judging.size, self.judging.seed)
+
+
+async def judge_sweep_sample(
+    judging: SampleJudging,
+    sample: StratifiedSample[PackedCandidate],
+    *,
+    store: ChunkStore,
+    metrics: ExporterMetrics,
+    publisher: Publisher,
+    topic: str,
+) -> EntailmentSummary:
+    """Judge a sweep's sample; count the judgements (mode sweep) and publish the not_entailed
+    ones, as the judge behind the response does; log what it came to."""
+    judged, entailment = await judging.judge(sample, store)
+    metrics.judged(
+        Mode.SWEEP, [item.judgement for item in judged], [item.called for item in judged]
+    )
+    sent: list[Awaitable[Any]] = []
+    for item in judged:
+        if item.judgement.result is not EntailmentResult.NOT_ENTAILED:
+            continue
+        candidate = item.candidate
+        origin = Origin(topic, candidate.partition or 0, candidate.line)
+        sent.append(
+            await publisher.entailment(
+                candidate.verdict, item.judgement, item.action, origin, Mode.SWEEP
+            )
+        )
+    # behind the sweep, as behind the response: a result not delivered is logged (a
+    # failure here must not start the sweep again, counting it twice)
+    delivered = await asyncio.gather(*sent, return_exceptions=True)
+    failed = [error for error in delivered if isinstance(error, BaseException)]
+    if failed:
+        log.warning(
+            "%d of %d not_entailed results of the sweep could not be published: %s",
+            len(failed),
+            len(sent),
+            failed[0],
+        )
+    log.info(
+        "sweep judged %d of %d judgeable citations (%s): %d not entailed, %d unknown, "
+        "%d errors, %d skipped; %d model calls, $%.4f",
+        sum(entailment.sampled.values()),
+        entailment.judgeable,
+        entailment.judge,
+        *(entailment.result_count(result) for result in _REPORTED),
+        entailment.calls,
+        entailment.cost_usd,
+    )
+    return entailment
