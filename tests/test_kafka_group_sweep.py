@@ -55,10 +55,21 @@ def _group(
     try:
         for exporter in exporters:
             exporter.wait_ready()
+        _until(lambda: all(_owned(e, topics) for e in exporters), seconds=120)
         yield exporters
     finally:
         for exporter in exporters:
             exporter.stop()
+
+
+def _owned(exporter: ExporterProcess, topics: Topics) -> set[str]:
+    """The answer partitions an exporter owns in the group: those it reports the lag of."""
+    return {
+        dict(labels)["partition"]
+        for (name, labels), _ in exporter.scrape().items()
+        if name == "citation_exporter_consumer_lag_messages"
+        and dict(labels).get("topic") == topics.answers
+    }
 
 
 def _sum(exporters: list[ExporterProcess], name: str, **labels: str) -> float:
@@ -111,14 +122,26 @@ def test_a_member_killed_mid_sweep_leaves_its_partitions_to_the_others(
 ) -> None:
     topics = create_topics(bootstrap, answer_partitions=PARTITIONS)
     produce(bootstrap, topics.chunks, chunk_messages(scenario["chunks"]))
-    for _ in range(4):  # a larger archive, so the kill lands mid-sweep
-        produce(bootstrap, topics.answers, answer_messages(scenario["citations"]))
-    citations = 4 * len(expected_verdicts(scenario["expected"]))
+    copies = 30  # an archive of about 5,000 messages a partition: several batches each
+    answers = answer_messages(scenario["citations"])
+    produce(bootstrap, topics.answers, answers * copies)
+    citations = copies * len(expected_verdicts(scenario["expected"]))
     with _group(bootstrap, topics, tmp_path) as exporters:
-        _until(lambda: _sum(exporters, "citation_checks_total", mode="inline") >= citations)
+        _until(
+            lambda: _sum(exporters, "citation_checks_total", mode="inline") >= citations,
+            seconds=180,
+        )
         _request(bootstrap, topics, "s-kill")
         victim, survivors = exporters[0], exporters[1:]
-        _until(lambda: total(victim.scrape(), "citation_checks_total", mode="sweep") > 0)
+
+        def part_way() -> bool:  # a batch checked and a partition of its own still running
+            samples = victim.scrape()
+            return (
+                total(samples, "citation_checks_total", mode="sweep") > 0
+                and total(samples, "citation_sweep_partitions", state="running") > 0
+            )
+
+        _until(part_way)
         victim.stop(signal.SIGKILL)
         _until(
             lambda: _sum(survivors, "citation_sweep_partitions", state="done") == PARTITIONS,
@@ -128,5 +151,12 @@ def test_a_member_killed_mid_sweep_leaves_its_partitions_to_the_others(
         # the persisted counts follow one chain per partition: the sweep's, exactly, though
         # the victim's partitions were checked by others from where it left them
         invalid = _sum(survivors, "citation_sweep_citations", status="invalid")
-        assert invalid == 4 * INVALID_LINES
+        assert invalid == copies * INVALID_LINES
         assert _sum(survivors, "citation_sweep_citations") - invalid == citations
+    resumed = [
+        line
+        for log in (tmp_path / "exporter-1.log", tmp_path / "exporter-2.log")
+        for line in log.read_text().splitlines()
+        if "sweeping partition" in line and "from offset 0 " not in line
+    ]
+    assert resumed, "a survivor resumed one of the victim's partitions part-way"
