@@ -20,7 +20,7 @@ from exporter.checks.lexical import LexicalJudge
 from exporter.judging import SampleJudging
 from exporter.kafka.group_sweep import GroupSweeper, ProgressFollower
 from exporter.kafka.publish import Publisher
-from exporter.kafka.sweep_progress import SweepBook
+from exporter.kafka.sweep_progress import PartitionProgress, SweepBook, encode_progress
 from exporter.outputs.metrics import ExporterMetrics, SourceLabels
 from exporter.pipeline.core import Pipeline, Record
 from exporter.pipeline.outcome import Mode, Outcome
@@ -256,3 +256,19 @@ def test_each_instance_judges_its_share_of_the_sweep_s_sample() -> None:
     _run([a, b], scenario)
     judged = "citation_entailment_checks_total"
     assert (a.checks(judged), b.checks(judged)) == (10, 10)
+
+
+def test_a_forged_target_past_the_log_does_not_hold_a_partition_forever() -> None:
+    """Anyone who may write to the progress topic may claim a partition's range ends far
+    beyond its log: the owner sweeps to the end that exists, and the sweep completes."""
+    broker = _broker(answers=20)
+    key, value = encode_progress(PartitionProgress("s1", 0, 0, 10**12, 0, False, {}, "mallory"))
+    broker.append(PROGRESS, value, key)  # there before the instance starts: read at load
+    a = Instance(broker, "a", {0, 1, 2, 3})
+
+    async def scenario(stop: asyncio.Event) -> None:
+        await a.sweeper.request("s1", "control", 900.0)
+        assert await _until(lambda: a.book.complete("s1"))
+
+    _run([a], scenario)
+    assert sorted(a.pipeline.swept) == sorted((i % 4, i // 4) for i in range(20))

@@ -222,6 +222,16 @@ class GroupSweeper:
                 sweep.sweep_id, partition, start, target, start, start >= target, {}, self._owner
             )
             await self._persist(part)
+        end = (await consumer.end_offsets([tp]))[tp]
+        if part.target > end:  # a record no owner wrote (the log cannot shrink): what exists
+            log.warning(
+                "partition %d of sweep %s: target %d is past the end offset %d; sweeping to it",
+                partition,
+                sweep.sweep_id,
+                part.target,
+                end,
+            )
+            part = dataclasses.replace(part, target=end, position=min(part.position, end))
         position = max(part.position, min(first, part.target))
         consumer.seek(tp, position)
         counts: Counter[str] = Counter(part.counts)
