@@ -136,6 +136,11 @@ def test_gzip_inputs_and_stdin(
         pytest.param(["sweep", "--chunks", "-", "--citations", "-"], "only one of", id="stdin"),
         pytest.param(["sweep", "--example", "--chunks", "x"], "--example generates", id="both"),
         pytest.param(
+            ["sweep", "--chunks", "x", "--citations", "y", "--master", "local[2]"],
+            "--master needs --engine spark",
+            id="spark option without spark",
+        ),
+        pytest.param(
             ["simulate", "--out", "/tmp/x", "--resize-share", "0.8", "--refresh-share", "0.5"],
             "add up to at most 1",
             id="shares",
@@ -150,6 +155,17 @@ def test_usage_errors_exit_2_with_one_line(
     assert exit_info.value.code == 2
     error = capsys.readouterr().err.strip()
     assert message in error and "\n" not in error and error.startswith("citation-exporter: ")
+
+
+def test_the_spark_engine_names_its_extra_when_pyspark_is_missing(
+    scenario: dict[str, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "exporter.cli.sweep_spark", None)  # as if not installed
+    with pytest.raises(SystemExit) as exit_info:
+        main(_sweep(scenario, "--engine", "spark"))
+    assert exit_info.value.code == 2
+    [error] = capsys.readouterr().err.strip().splitlines()
+    assert "pip install 'citation-drift-exporter[spark]'" in error
 
 
 @pytest.mark.parametrize(
