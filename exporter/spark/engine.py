@@ -169,7 +169,9 @@ def sweep_tables(
     chunk records: any DataFrame whose rows are the records' fields, read from Parquet, JSON,
     Delta or Iceberg. ``chunk_order`` names the column that orders the chunk records (the last
     record of a chunk wins), ``citation_order`` the one that numbers the citation records (the
-    verdicts' ``line``); see :func:`~exporter.spark.inputs.table_records`."""
+    verdicts' ``line``); see :func:`~exporter.spark.inputs.table_records`. The decoded
+    inputs and the verdicts stay cached until the session ends: :func:`sweep` returns them
+    with ``unpersist`` (and the summary)."""
     return sweep(
         table_records(chunks, chunk_order),
         table_records(citations, citation_order),
