@@ -11,6 +11,7 @@ import json
 import math
 import os
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -192,13 +193,17 @@ def test_verdicts_and_summary_equal_the_in_process_sweep(
         found.unpersist()
 
     # citation by citation, keyed by where each came from, then the very same lines in order
-    def keyed(lines: list[bytes]) -> dict[tuple[int, str | None, str | None], bytes]:
-        records = [json.loads(line) for line in lines]
-        return {
-            (r["line"], r["citation_id"], r["answer_id"]): line
-            for r, line in zip(records, lines, strict=True)
-        }
+    def keyed(lines: list[bytes]) -> dict[tuple[int, int, str | None], bytes]:
+        seen: Counter[int] = Counter()
+        by_place: dict[tuple[int, int, str | None], bytes] = {}
+        for line in lines:
+            record = json.loads(line)
+            number = record["line"]
+            by_place[(number, seen[number], record["citation_id"])] = line
+            seen[number] += 1
+        return by_place
 
+    assert len(keyed(expected)) == len(expected)
     assert keyed(verdicts) == keyed(expected)
     assert verdicts == expected
     statuses = expected_summary.statuses
@@ -206,6 +211,23 @@ def test_verdicts_and_summary_equal_the_in_process_sweep(
     assert _compared(summary) == _compared(expected_summary)
     assert summary.errors == expected_summary.errors
     assert summary.invalid_chunk_records == 3
+
+
+def _args(archive: dict[str, Path], out: Path, *extra: str) -> list[str]:
+    return [
+        "sweep",
+        "--chunks",
+        str(archive["chunks"]),
+        "--citations",
+        str(archive["citations"]),
+        "--out",
+        str(out),
+        "--format",
+        "json",
+        "--max-message-bytes",
+        str(LIMITS.max_message_bytes),
+        *extra,
+    ]
 
 
 @pytest.mark.parametrize("fail_above", ["0.01", "0.5"])
@@ -224,25 +246,22 @@ def test_the_gate_agrees(
     assert code == spark_code == (1 if fail_above == "0.01" else 0)
     assert (tmp_path / "spark.jsonl").read_bytes() == (tmp_path / "process.jsonl").read_bytes()
     assert spark_report["coverage"] is None and spark_report["entailment"] is None
-    for key in ("statuses", "reasons", "drift_ratio", "superseded_ratio", "passed", "shift"):
+    compared = (
+        "citations",
+        "valid_citations",
+        "statuses",
+        "reasons",
+        "drift_ratio",
+        "superseded_ratio",
+        "passed",
+        "repair_methods",
+        "shift",
+        "chunks_loaded",
+        "documents_loaded",
+        "invalid_chunk_records",
+    )
+    for key in compared:
         assert spark_report[key] == report[key], key
-
-
-def _args(archive: dict[str, Path], out: Path, *extra: str) -> list[str]:
-    return [
-        "sweep",
-        "--chunks",
-        str(archive["chunks"]),
-        "--citations",
-        str(archive["citations"]),
-        "--out",
-        str(out),
-        "--format",
-        "json",
-        "--max-message-bytes",
-        str(LIMITS.max_message_bytes),
-        *extra,
-    ]
 
 
 def test_a_large_document_is_split_across_tasks(spark: SparkSession, tmp_path: Path) -> None:
