@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 import pytest
 
+import exporter.cli
 from exporter.cli import main
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
@@ -160,7 +161,9 @@ def test_usage_errors_exit_2_with_one_line(
 def test_the_spark_engine_names_its_extra_when_pyspark_is_missing(
     scenario: dict[str, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setitem(sys.modules, "exporter.cli.sweep_spark", None)  # as if not installed
+    # as if PySpark were not installed (and whether or not another test imported it)
+    monkeypatch.setitem(sys.modules, "exporter.cli.sweep_spark", None)
+    monkeypatch.delattr(exporter.cli, "sweep_spark", raising=False)
     with pytest.raises(SystemExit) as exit_info:
         main(_sweep(scenario, "--engine", "spark"))
     assert exit_info.value.code == 2
