@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 import pytest
 
+import exporter.cli
 from exporter.cli import main
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
@@ -136,6 +137,11 @@ def test_gzip_inputs_and_stdin(
         pytest.param(["sweep", "--chunks", "-", "--citations", "-"], "only one of", id="stdin"),
         pytest.param(["sweep", "--example", "--chunks", "x"], "--example generates", id="both"),
         pytest.param(
+            ["sweep", "--chunks", "x", "--citations", "y", "--master", "local[2]"],
+            "--master needs --engine spark",
+            id="spark option without spark",
+        ),
+        pytest.param(
             ["simulate", "--out", "/tmp/x", "--resize-share", "0.8", "--refresh-share", "0.5"],
             "add up to at most 1",
             id="shares",
@@ -150,6 +156,19 @@ def test_usage_errors_exit_2_with_one_line(
     assert exit_info.value.code == 2
     error = capsys.readouterr().err.strip()
     assert message in error and "\n" not in error and error.startswith("citation-exporter: ")
+
+
+def test_the_spark_engine_names_its_extra_when_pyspark_is_missing(
+    scenario: dict[str, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # as if PySpark were not installed (and whether or not another test imported it)
+    monkeypatch.setitem(sys.modules, "exporter.cli.sweep_spark", None)
+    monkeypatch.delattr(exporter.cli, "sweep_spark", raising=False)
+    with pytest.raises(SystemExit) as exit_info:
+        main(_sweep(scenario, "--engine", "spark"))
+    assert exit_info.value.code == 2
+    [error] = capsys.readouterr().err.strip().splitlines()
+    assert "pip install 'citation-drift-exporter[spark]'" in error
 
 
 @pytest.mark.parametrize(

@@ -77,9 +77,18 @@ examples:
   # try it on built-in example data (a re-chunked, re-extracted and refreshed store)
   citation-exporter sweep --example
 
+  # the same checks run by Spark, for archives beyond one machine (pip install
+  # 'citation-drift-exporter[spark]', Java 17+); any path Spark reads, a local Spark here
+  citation-exporter sweep --engine spark --master 'local[*]' --chunks chunks.jsonl.gz \\
+      --citations citations.jsonl.gz --out verdicts.jsonl.gz
+
 --out and --coverage-out are written under a temporary name and renamed into place when the
 sweep completes, so a failed sweep never leaves a partial verdict file; neither may be one of
 the inputs.
+
+--engine spark writes the same verdicts, summary and exit status; it does not judge coverage or
+the entailment sample yet (reported as not judged), so --coverage-out, --judge-out and the judge
+options need the in-process engine.
 """
 
 
@@ -161,6 +170,7 @@ def add_parser(commands: Any) -> None:
     sweep.add_argument(
         "--no-progress", action="store_true", help="no progress bar, even on a terminal"
     )
+    _add_engine_options(sweep)
     sweep.add_argument(
         "--allow-empty",
         action="store_true",
@@ -168,6 +178,50 @@ def add_parser(commands: Any) -> None:
         "empty or entirely broken archive is far more often a wrong or truncated file)",
     )
     add_limit_options(sweep)
+
+
+def _spark_conf(text: str) -> tuple[str, str]:
+    key, equals, value = text.partition("=")
+    if not equals or not key.strip():
+        raise argparse.ArgumentTypeError(f"must be KEY=VALUE, got {text[:60]!r}")
+    return key.strip(), value
+
+
+def _add_engine_options(sweep: Any) -> None:
+    engine = sweep.add_argument_group(
+        "engine: who runs the checks",
+        "The in-process engine checks with --jobs worker processes on this machine. Spark "
+        "(the spark extra, Java 17+) checks each document's citations in Spark tasks, with "
+        "the same verdicts, summary and exit status; it reads any path Spark reads, and does "
+        "not judge coverage or the entailment sample yet.",
+    )
+    engine.add_argument(
+        "--engine",
+        choices=("process", "spark"),
+        default="process",
+        help="process (default) or spark",
+    )
+    engine.add_argument(
+        "--master",
+        metavar="URL",
+        help="the Spark master, with --engine spark (default: local[*]; a Spark session "
+        "already active in this process is used as it is)",
+    )
+    engine.add_argument(
+        "--spark-conf",
+        type=_spark_conf,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting, with --engine spark (repeatable)",
+    )
+    engine.add_argument(
+        "--citations-per-task",
+        type=positive,
+        metavar="N",
+        help="with --engine spark: a document cited more often is split into tasks of about "
+        "N citations, each given the document's chunks (default: 10,000)",
+    )
 
 
 # The sweep's judge flags and the settings (and CITATION_EXPORTER_* variables) they override.
@@ -429,7 +483,31 @@ def _report(args: argparse.Namespace, summary: SweepSummary) -> None:
         _write_summary(text + "\n", report_to)
 
 
+def _refuse_spark_options(args: argparse.Namespace) -> None:
+    for option, value in (
+        ("--master", args.master),
+        ("--spark-conf", args.spark_conf),
+        ("--citations-per-task", args.citations_per_task),
+    ):
+        if value:
+            raise UsageError(f"{option} needs --engine spark")
+
+
+def _on_spark(args: argparse.Namespace) -> int:
+    """The sweep on Spark: PySpark is imported now, and only now."""
+    try:
+        from exporter.cli import sweep_spark  # noqa: PLC0415 - the optional spark extra
+    except ImportError as exc:
+        raise UsageError(
+            f"--engine spark needs PySpark: pip install 'citation-drift-exporter[spark]' ({exc})"
+        ) from None
+    return sweep_spark.run(args)
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.engine == "spark":
+        return _on_spark(args)
+    _refuse_spark_options(args)
     chunks, citations, workdir = _sweep_files(args)
     limits = limits_from(args)
     try:

@@ -201,6 +201,9 @@ class SweepSummary:
     unknown_shifts: int = 0
     coverage: CoverageSummary = field(default_factory=CoverageSummary)
     coverage_judged: bool = True  # False with --no-coverage: reported as not judged, not as 0
+    coverage_off: str = "switched off"  # why it was not judged, when it was not
+    # why no sample was judged, when that is worth a line (an engine that cannot judge one)
+    entailment_off: str | None = None
     entailment: EntailmentSummary | None = None  # a judged sample, when the sweep drew one
     invalid_chunk_records: int = 0
     errors: list[str] = field(default_factory=list)
@@ -394,9 +397,11 @@ class SweepSummary:
         if self.coverage_judged:
             lines += self.coverage.render_lines()
         else:
-            lines += ["", "  coverage: not judged (switched off)"]
+            lines += ["", f"  coverage: not judged ({self.coverage_off})"]
         if self.entailment is not None:
             lines += self.entailment.render_lines()
+        elif self.entailment_off is not None:
+            lines += ["", f"  entailment: not judged ({self.entailment_off})"]
         if self.invalid_chunk_records or self.statuses[Status.INVALID] or self.coverage.invalid:
             lines += [
                 "",
