@@ -39,16 +39,16 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @contextmanager
 def _group(
-    bootstrap: str, topics: Topics, tmp_path: Path, count: int = 3
+    bootstrap: str, topics: Topics, tmp_path: Path, count: int = 3, sample: int = 0
 ) -> Iterator[list[ExporterProcess]]:
-    """``count`` exporters sharing sweeps, ready and through the inline traffic."""
+    """``count`` exporters sharing sweeps, ready, each owning answer partitions."""
     exporters = [
         ExporterProcess(
             bootstrap,
             topics,
             tmp_path / f"exporter-{i}.log",
             sweeps_topic=topics.sweeps,
-            judge_sweep_sample="0",
+            judge_sweep_sample=str(sample),
         )
         for i in range(count)
     ]
@@ -98,11 +98,15 @@ def test_one_request_checks_every_archived_citation_exactly_once_across_the_grou
     produce(bootstrap, topics.answers, answer_messages(scenario["citations"]))
     expected = expected_verdicts(scenario["expected"])
     citations = len(expected)
-    with _group(bootstrap, topics, tmp_path) as exporters:
+    with _group(bootstrap, topics, tmp_path, sample=600) as exporters:
         _until(lambda: _sum(exporters, "citation_checks_total", mode="inline") >= citations)
         _request(bootstrap, topics, "s-1")
         _until(lambda: _sum(exporters, "citation_sweep_partitions", state="done") == PARTITIONS)
         assert _sum(exporters, "citation_checks_total", mode="sweep") == citations
+        # each member judges its share of the sample of 600 (two partitions of six: 200)
+        judged = "citation_entailment_checks_total"
+        _until(lambda: _sum(exporters, judged, mode="sweep") >= 600)
+        assert [total(e.scrape(), judged, mode="sweep") for e in exporters] == [200] * 3
         owned = [total(e.scrape(), "citation_sweep_partitions") for e in exporters]
         assert sum(owned) == PARTITIONS, "each reports the partitions it owns, and only those"
         statuses = Counter(e["status"] for e in expected)
