@@ -264,6 +264,44 @@ def test_texts_cannot_close_their_delimiters_or_break_the_encoding() -> None:
     assert "claim ? lone surrogate" in user["content"]
 
 
+@pytest.mark.parametrize(
+    "reply",
+    [
+        pytest.param("```" + " " * 4_080 + "x", id="fence-spaces"),
+        pytest.param("```" + " \t" * 2_040 + "x", id="fence-blanks"),
+        pytest.param("```json\n" + "\n" * 4_000 + "x", id="fence-newlines"),
+    ],
+)
+def test_a_crafted_reply_is_read_quickly(reply: str) -> None:
+    """Found by review: the code-fence pattern backtracked on blanks, 20 s for a 4 KB reply,
+    inside the event loop the inline checks share."""
+    started = time.perf_counter()
+    assert parse_label(reply) is None
+    assert time.perf_counter() - started < 0.5  # generous: a CI machine under load
+
+
+def test_a_crafted_text_is_prepared_quickly() -> None:
+    """Found by review: the delimiter pattern was quadratic in a run of blanks after "<" (12 s
+    for 32,000), and a chunk may be 200,000 characters."""
+    started = time.perf_counter()
+    prepared = prepare("<" + " " * 200_000 + "x")
+    assert time.perf_counter() - started < 0.5  # generous: a CI machine under load
+    assert prepared.endswith(TRUNCATED)
+
+
+def test_fenced_replies_read_as_before() -> None:
+    for reply, label in [
+        ('```json\n{"label": "entailed"}\n```', "entailed"),
+        ("```\nnot_entailed\n```", "not_entailed"),
+        ('```JSON  {"label": "unknown"}  ```', "unknown"),
+        ('   ```{"label":"not_entailed", "why": "60"}```  ', "not_entailed"),
+        ("``` entailed", "entailed"),  # no fence: a first word after backticks
+        ("```x```", None),
+    ]:
+        result = parse_label(reply)
+        assert (None if result is None else result.value) == label, reply
+
+
 # --- configuration and Retry-After ----------------------------------------------------------------
 
 
