@@ -171,6 +171,11 @@ def test_chunk_records_and_deletions() -> None:
             "'ordinal' must be a non-negative integer",
             id="ordinal",
         ),
+        pytest.param(
+            {"chunk_id": "x", "doc_id": "d", "doc_version": "v", "text": "t", "ordinal": 2**53},
+            "'ordinal' 9,007,199,254,740,992 is more than the limit",
+            id="ordinal past 2**53",
+        ),
         pytest.param({"deleted": True}, "'chunk_id'", id="deletion without id"),
     ],
 )

@@ -101,6 +101,8 @@ def _edge_chunks() -> list[bytes]:
         b"x" * (LIMITS.max_message_bytes + 1),
         _line({**chunk, "chunk_id": "edge-d#0", "doc_id": "edge-d"}),
         _line({"chunk_id": "edge-d#0", "deleted": True}),  # the whole document is gone
+        # found by review: past 64 bits an ordinal killed the Spark sweep's Arrow column
+        _line({**chunk, "chunk_id": "edge-o#0", "doc_id": "edge-o", "ordinal": 2**63}),
     ]
 
 
@@ -210,7 +212,7 @@ def test_verdicts_and_summary_equal_the_in_process_sweep(
     assert all(statuses[s] for s in ("drift_repaired", "superseded", "document_missing", "invalid"))
     assert _compared(summary) == _compared(expected_summary)
     assert summary.errors == expected_summary.errors
-    assert summary.invalid_chunk_records == 3
+    assert summary.invalid_chunk_records == 4  # no text, not JSON, oversized, a huge ordinal
 
 
 def _args(archive: dict[str, Path], out: Path, *extra: str) -> list[str]:
