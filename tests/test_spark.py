@@ -6,10 +6,12 @@ module's time is mostly Spark's own start (about ten seconds) and a few seconds 
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import math
 import os
+import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -402,3 +404,25 @@ def test_unreadable_inputs_are_named(
     args = ["sweep", "--engine", "spark", "--citations", str(archive["citations"])]
     message = _usage_error(capsys, [*args, "--chunks", str(missing)])
     assert message.endswith(f"cannot read --chunks {missing}: no such file or directory")
+
+
+def test_compressed_input_is_read_and_a_corrupt_one_is_one_line(
+    archive: dict[str, Path], tmp_path: Path
+) -> None:
+    """Found by review: a truncated .gz failed with about 47 lines, 36 of them Java frames. The
+    command runs as a user runs it, a process of its own (Spark's logs are its stderr)."""
+    good = tmp_path / "citations.jsonl.gz"
+    good.write_bytes(gzip.compress(archive["citations"].read_bytes()))
+    corrupt = tmp_path / "corrupt.jsonl.gz"
+    corrupt.write_bytes(good.read_bytes()[: len(good.read_bytes()) // 2])
+    command = [sys.executable, "-m", "exporter.cli", "sweep", "--engine", "spark"]
+    command += ["--master", "local[2]", "--chunks", str(archive["chunks"]), "--format", "json"]
+    options: dict[str, Any] = {"capture_output": True, "text": True, "timeout": 300}
+    read = subprocess.run([*command, "--citations", str(good)], check=False, **options)
+    assert read.returncode == 1, read.stderr[-2000:]  # the archive drifts past the gate
+    assert json.loads(read.stdout)["citations"] > 1_000
+    failed = subprocess.run([*command, "--citations", str(corrupt)], check=False, **options)
+    assert failed.returncode == 2
+    lines = failed.stderr.strip().splitlines()
+    assert "the Spark job failed" in lines[-1] and "EOF" in lines[-1]
+    assert not [line for line in lines if line.lstrip().startswith("at ")], failed.stderr[-3000:]

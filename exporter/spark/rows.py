@@ -46,7 +46,7 @@ __all__ = [
 
 Row = dict[str, Any]
 
-# The columns of each kind of row, with their Spark SQL types (see exporter.spark.schemas).
+# The columns of each kind of row, with their Spark SQL types (see exporter.spark.columns).
 CHUNK_FIELDS: tuple[tuple[str, str], ...] = (
     ("seq", "long"),  # the record's place in the chunk input: the last record per chunk wins
     ("chunk_id", "string"),
@@ -132,7 +132,7 @@ def chunk_row(seq: int, raw: bytes, limits: Limits) -> Row | None:
 
 
 def chunk_record(row: Row) -> Chunk | ChunkDeletion:
-    """The record a chunk event of a document applies to its store (see exporter.spark.plan:
+    """The record a chunk event of a document applies to its store (see exporter.spark.engine:
     ``deleted`` when the chunk left the document, deleted or moved to another)."""
     if row["deleted"]:
         return ChunkDeletion(row["chunk_id"])

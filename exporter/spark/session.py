@@ -54,7 +54,9 @@ def spark_session(master: str, conf: Mapping[str, str]) -> Iterator[SparkSession
             f"--engine spark: Spark did not start on {master} ({first}); it needs Java 17 or "
             "later (JAVA_HOME or java on PATH)"
         ) from None
-    spark.sparkContext.setLogLevel("ERROR")
+    # off: a failed job's cause is reported in one line (sweep_spark's _spark_failures), and
+    # Spark's own ERROR lines repeat it with dozens of Java frames
+    spark.sparkContext.setLogLevel("OFF")
     try:
         yield spark
     finally:
