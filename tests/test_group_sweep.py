@@ -20,7 +20,12 @@ from exporter.checks.lexical import LexicalJudge
 from exporter.judging import SampleJudging
 from exporter.kafka.group_sweep import GroupSweeper, ProgressFollower
 from exporter.kafka.publish import Publisher
-from exporter.kafka.sweep_progress import PartitionProgress, SweepBook, encode_progress
+from exporter.kafka.sweep_progress import (
+    PartitionProgress,
+    SweepBook,
+    SweepRecord,
+    encode_progress,
+)
 from exporter.outputs.metrics import ExporterMetrics, SourceLabels
 from exporter.pipeline.core import Pipeline, Record
 from exporter.pipeline.outcome import Mode, Outcome
@@ -71,7 +76,12 @@ class Instance:
     """One exporter instance's share of the group sweep: its book, follower and sweeper."""
 
     def __init__(
-        self, broker: FakeBroker, name: str, owned: set[int], sample: int | None = None
+        self,
+        broker: FakeBroker,
+        name: str,
+        owned: set[int],
+        sample: int | None = None,
+        clock: float = 1_000.0,
     ) -> None:
         self.owned = set(owned)
         self.registry = CollectorRegistry()
@@ -106,7 +116,7 @@ class Instance:
             publisher=Publisher(self.producer, VERDICTS, DLQ),
             owner=name,
             judging=judging,
-            clock=lambda: 1_000.0,
+            clock=lambda: clock,
         )
         self.follower = ProgressFollower(
             FakeConsumer(broker), PROGRESS, self.book, self.metrics, self.sweeper.refresh
@@ -272,3 +282,82 @@ def test_a_forged_target_past_the_log_does_not_hold_a_partition_forever() -> Non
 
     _run([a], scenario)
     assert sorted(a.pipeline.swept) == sorted((i % 4, i // 4) for i in range(20))
+
+
+def test_a_forged_request_time_neither_stops_the_sweeper_nor_hides_later_sweeps() -> None:
+    """Found by review: a sweep record from year 33658 killed the sweeper drawing its sample
+    (and the service with it, at every start), and stayed the latest sweep for good."""
+    broker = _broker(answers=20)
+    for forged in (
+        SweepRecord("year-33658", "x", 1e12, 4),
+        SweepRecord("year-8941", "x", 2.2e11, 4),
+    ):
+        key, value = encode_progress(forged)
+        broker.append(PROGRESS, value, key)
+    a = Instance(broker, "a", {0, 1, 2, 3}, sample=5)
+
+    async def scenario(stop: asyncio.Event) -> None:
+        assert not a.book.knows("year-33658"), "no time a datetime cannot hold"
+        assert await _until(lambda: a.book.complete("year-8941"))
+        await a.sweeper.request("s1", "control", 900.0)
+        assert await _until(lambda: a.book.complete("s1"))
+        latest = a.book.latest()
+        assert latest is not None and latest.sweep_id == "s1", "the last requested, in order"
+
+    _run([a], scenario)
+    assert len(a.pipeline.swept) == 2 * 20
+
+
+def test_a_sweep_overtaken_by_a_newer_request_is_still_judged() -> None:
+    """Found by review: only the latest sweep was judged once complete; one that completed
+    after a newer one was requested kept its sample in memory, never judged."""
+    broker = _broker(answers=40)
+    a = Instance(broker, "a", {0, 1, 2, 3}, sample=10)
+
+    def request_again(record: Record) -> None:
+        if len(a.pipeline.swept) == 5:
+            asyncio.get_running_loop().create_task(a.sweeper.request("s2", "control", 950.0))
+
+    a.pipeline.on_sweep = request_again
+    judged = "citation_entailment_checks_total"
+
+    async def scenario(stop: asyncio.Event) -> None:
+        await a.sweeper.request("s1", "control", 900.0)
+        assert await _until(lambda: a.book.complete("s1") and a.book.complete("s2"))
+        assert await _until(lambda: a.checks(judged) >= 20 and not a.sweeper.judge_tasks)
+
+    _run([a], scenario)
+    assert a.checks(judged) == 20, "both sweeps' samples"
+
+
+def test_members_report_one_completion_time_whatever_their_clocks() -> None:
+    """Found by review: each member reported when it noticed the completion (a restarted one,
+    its restart), so the group's newest completion was no sweep's."""
+    broker = _broker(answers=20)
+    a = Instance(broker, "a", {0, 1}, clock=1_000.0)
+    b = Instance(broker, "b", {2, 3}, clock=1_050.0)
+
+    async def scenario(stop: asyncio.Event) -> None:
+        await a.sweeper.request("s1", "control", 900.0)
+        assert await _until(lambda: a.book.complete("s1") and b.book.complete("s1"))
+
+    _run([a, b], scenario)
+    completed = "citation_sweep_last_completed_timestamp_seconds"
+    assert a.gauge(completed) == b.gauge(completed) == 1_050.0, "the last part's own time"
+    assert a.gauge("citation_sweep_duration_seconds") == 150.0
+
+
+def test_a_batch_that_could_not_be_delivered_is_swept_again_not_the_end_of_the_sweeper() -> None:
+    """Found by review: a failed delivery raised out of the sweeper's task, which stopped the
+    service; the part is resumed from its last persisted batch instead."""
+    broker = _broker(answers=40)
+    a = Instance(broker, "a", {0, 1, 2, 3})
+
+    async def scenario(stop: asyncio.Event) -> None:
+        await a.sweeper.request("s1", "control", 900.0)
+        a.producer.fail_next(1)  # the sweeper's next write: its first progress record
+        assert await _until(lambda: a.book.complete("s1"))
+
+    _run([a], scenario)
+    assert set(a.pipeline.swept) == {(i % 4, i // 4) for i in range(40)}
+    assert a.book.counts("s1", {0, 1, 2, 3}) == {"ok": 36, "document_missing": 4}

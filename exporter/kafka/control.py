@@ -19,18 +19,17 @@ from aiokafka.errors import KafkaError
 from exporter.kafka.fetching import Fetcher
 from exporter.kafka.protocols import Consumer
 from exporter.kafka.publish import Publisher
+from exporter.kafka.sweep_progress import sweep_id
 from exporter.kafka.topic_sweep import SweepRunner
 from exporter.outputs.metrics import ExporterMetrics
 from exporter.pipeline.outcome import DeadLetter, Origin, Outcome
 from exporter.records.decode import RecordError, parse_json
 from exporter.records.limits import MAX_ID_CHARS, failure, preview
 
-__all__ = ["MAX_SWEEP_ID_CHARS", "ControlListener", "SweepRequest", "sweep_request"]
+__all__ = ["ControlListener", "SweepRequest", "sweep_request"]
 
 # A sweep request is a few dozen bytes; nothing larger is parsed.
 _MAX_CONTROL_BYTES = 65536
-# A sweep's id is logged, and shown on the info gauge of the latest sweep.
-MAX_SWEEP_ID_CHARS = 200
 
 log = logging.getLogger(__name__)
 
@@ -60,12 +59,8 @@ def sweep_request(value: bytes | None, origin: Origin) -> SweepRequest:
     reason = request.get("reason", "requested")
     if type(reason) is not str:
         raise RecordError("'reason' must be a string")
-    sweep_id = request.get("id", f"control/{origin.partition}/{origin.offset}")
-    if type(sweep_id) is not str or not 0 < len(sweep_id) <= MAX_SWEEP_ID_CHARS:
-        raise RecordError(f"'id' must be a string of 1 to {MAX_SWEEP_ID_CHARS} characters")
-    if not sweep_id.isprintable():
-        raise RecordError("'id' must be printable (it is logged and shown as a label)")
-    return SweepRequest(sweep_id, reason[:MAX_ID_CHARS])
+    named = sweep_id(request.get("id", f"control/{origin.partition}/{origin.offset}"))
+    return SweepRequest(named, reason[:MAX_ID_CHARS])
 
 
 class ControlListener:

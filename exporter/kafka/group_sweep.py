@@ -55,6 +55,9 @@ log = logging.getLogger(__name__)
 _BATCH_RECORDS = 2_000
 # How long the sweeper rests when no owned partition has a part to do.
 _IDLE_SECONDS = 0.5
+# A part that failed is resumed after this, doubling while it fails, up to the most.
+_FIRST_RETRY_SECONDS = 1.0
+_MAX_RETRY_SECONDS = 60.0
 
 
 class ProgressWriter(Protocol):
@@ -151,7 +154,6 @@ class GroupSweeper:
         self._judging = judging
         # per sweep, the sample this instance draws from the batches it checks
         self._samples: dict[str, tuple[StratifiedSample[PackedCandidate], Drawing]] = {}
-        self._judged: set[str] = set()
         self.judge_tasks: set[asyncio.Task[None]] = set()
         self._topic = answers_topic
         self._make_consumer = make_consumer
@@ -163,7 +165,7 @@ class GroupSweeper:
         self._publisher = publisher
         self._owner = owner
         self._clock = clock
-        self._completed: set[str] = set()
+        self._completed: set[str] = set()  # sweeps seen complete (and their share judged)
 
     async def request(self, sweep_id: str, reason: str, requested_at: float) -> bool:
         """Make a sweep known to the group, unless it is already; whether it was new."""
@@ -177,21 +179,53 @@ class GroupSweeper:
         return True
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Sweep owned partitions' parts, oldest sweep first, until ``stop``."""
+        """Sweep owned partitions' parts, oldest sweep first, until ``stop``. A part that
+        fails (a verdict not delivered, the broker away) is resumed from its last persisted
+        batch after a backoff: it must not end the service."""
+        try:
+            await self._run(stop)
+        finally:
+            await self.stop()
+
+    async def _run(self, stop: asyncio.Event) -> None:
+        backoff = _FIRST_RETRY_SECONDS
         while not stop.is_set():
             work = self._next_part()
+            wait = _IDLE_SECONDS
             if work is None:
                 self.refresh()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), _IDLE_SECONDS)
-                continue
-            consumer = self._make_consumer()
-            try:
-                await consumer.start()
-                await self._sweep_part(consumer, *work, stop)
-            finally:
-                await close(consumer)
-                self._metrics.state.sweep_running = False
+            else:
+                try:
+                    await self._sweep_with_own_consumer(*work, stop)
+                    backoff = _FIRST_RETRY_SECONDS
+                    continue
+                except Exception:
+                    log.exception(
+                        "partition %d of sweep %s failed; resuming it in %.0f s",
+                        work[1],
+                        work[0].sweep_id,
+                        backoff,
+                    )
+                    wait, backoff = backoff, min(_MAX_RETRY_SECONDS, backoff * 2)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), wait)
+
+    async def _sweep_with_own_consumer(
+        self, sweep: SweepRecord, partition: int, stop: asyncio.Event
+    ) -> None:
+        consumer = self._make_consumer()
+        try:
+            await consumer.start()
+            await self._sweep_part(consumer, sweep, partition, stop)
+        finally:
+            await close(consumer)
+            self._metrics.state.sweep_running = False
+
+    async def stop(self) -> None:
+        """Cancel the judging still running (the producer it publishes with is closing)."""
+        for task in list(self.judge_tasks):
+            task.cancel()
+        await asyncio.gather(*self.judge_tasks, return_exceptions=True)
 
     def _next_part(self) -> tuple[SweepRecord, int] | None:
         for partition in sorted(self._owned()):
@@ -201,10 +235,13 @@ class GroupSweeper:
         return None
 
     async def _persist(self, record: ProgressRecord) -> None:
-        """Write a record and apply it here at once (the follower will read it back)."""
+        """Write a record; a part's applied here at once (it only moves forward, so reading
+        it back changes nothing), a sweep's only when the follower reads it: the first sweep
+        record of an id in the topic's order stands in every instance's book alike."""
         await self._write(*encode_progress(record))
-        self.book.apply(record)
-        self.refresh()
+        if isinstance(record, PartitionProgress):
+            self.book.apply(record)
+            self.refresh()
 
     async def _sweep_part(
         self, consumer: Consumer, sweep: SweepRecord, partition: int, stop: asyncio.Event
@@ -214,15 +251,14 @@ class GroupSweeper:
         tp = TopicPartition(self._topic, partition)
         consumer.assign([tp])
         first = (await consumer.beginning_offsets([tp]))[tp]
+        end = (await consumer.end_offsets([tp]))[tp]
         part = self.book.part(sweep.sweep_id, partition)
         if part is None:
-            target = (await consumer.end_offsets([tp]))[tp]
-            start = min(first, target)
+            start = min(first, end)
             part = PartitionProgress(
-                sweep.sweep_id, partition, start, target, start, start >= target, {}, self._owner
+                sweep.sweep_id, partition, start, end, start, False, {}, self._owner
             )
             await self._persist(part)
-        end = (await consumer.end_offsets([tp]))[tp]
         if part.target > end:  # a record no owner wrote (the log cannot shrink): what exists
             log.warning(
                 "partition %d of sweep %s: target %d is past the end offset %d; sweeping to it",
@@ -246,19 +282,23 @@ class GroupSweeper:
         )
         while position < part.target:
             if stop.is_set() or partition not in self._owned():
-                log.info("partition %d left at offset %d of sweep %s", partition, position, sweep)
+                log.info(
+                    "partition %d left at offset %d of sweep %s",
+                    partition,
+                    position,
+                    sweep.sweep_id,
+                )
                 return
             position = await self._batch(consumer, fetcher, part, counts, position)
             part = dataclasses.replace(
-                part,
-                position=position,
-                done=position >= part.target,
-                counts=dict(counts),
-                owner=self._owner,
+                part, position=position, counts=dict(counts), owner=self._owner
             )
-            await self._persist(part)
-        if not part.done:  # an empty range, or one the first owner left done already
-            await self._persist(dataclasses.replace(part, done=True, owner=self._owner))
+            if position < part.target:
+                await self._persist(part)
+        # the part is done: with its own time, which every instance reads as the sweep's end
+        await self._persist(
+            dataclasses.replace(part, done=True, owner=self._owner, done_at=self._clock())
+        )
 
     async def _batch(
         self,
@@ -324,17 +364,17 @@ class GroupSweeper:
             sample: StratifiedSample[PackedCandidate] = StratifiedSample(
                 self._judging.size, self._judging.seed
             )
-            drawing = Drawing(datetime.fromtimestamp(sweep.requested_at, UTC), 0, sample.capacity)
-            self._samples[sweep.sweep_id] = (sample, drawing)
+            # answers' ages as of the request (or now, should a record claim a later time)
+            now = datetime.fromtimestamp(min(sweep.requested_at, self._clock()), UTC)
+            self._samples[sweep.sweep_id] = (sample, Drawing(now, sample.seed, sample.capacity))
         return self._samples[sweep.sweep_id]
 
     def _judge_share(self, sweep: SweepRecord) -> None:
         """Once a sweep is complete, judge the share of its sample this instance drew: in
         proportion to the partitions it checked (the group's shares add up to the sample)."""
         drawn = self._samples.pop(sweep.sweep_id, None)
-        if self._judging is None or drawn is None or sweep.sweep_id in self._judged:
+        if self._judging is None or drawn is None:
             return
-        self._judged.add(sweep.sweep_id)
         sample = drawn[0]
         swept = {
             p
@@ -362,28 +402,31 @@ class GroupSweeper:
             log.exception("judging this instance's share of a shared sweep's sample failed")
 
     def refresh(self) -> None:
-        """Set the sweep gauges from the book, for the partitions this instance owns: summed
-        over the group, they are the whole sweep's, each partition counted by its owner."""
+        """Judge this instance's share of every sweep newly complete; set the sweep gauges
+        from the book for the latest sweep and the partitions this instance owns: summed over
+        the group, they are the whole sweep's, each partition counted by its owner."""
+        for sweep in self.book.sweeps():
+            if sweep.sweep_id not in self._completed and self.book.complete(sweep.sweep_id):
+                self._completed.add(sweep.sweep_id)
+                log.info(
+                    "sweep %s complete across the group (%s)",
+                    sweep.sweep_id,
+                    preview(sweep.reason),
+                )
+                self._judge_share(sweep)
         latest = self.book.latest()
         if latest is None:
             return
         state = self._metrics.state
         owned = self._owned()
         state.sweep_partitions = self.book.states(latest.sweep_id, owned)
-        if not self.book.complete(latest.sweep_id):
-            return
-        now = self._clock()
-        if latest.sweep_id not in self._completed:
-            self._completed.add(latest.sweep_id)
-            state.sweep_completed_at = now
-            log.info("sweep %s complete across the group (%s)", latest.sweep_id, latest.reason)
-            self._judge_share(latest)
-        completed_at = state.sweep_completed_at or now
-        state.last_sweep = SweepResult(
-            self.book.counts(latest.sweep_id, owned),
-            completed_at,
-            max(0.0, completed_at - latest.requested_at),
-        )
+        completed_at = self.book.completed_at(latest.sweep_id)
+        if completed_at is not None:
+            state.last_sweep = SweepResult(
+                self.book.counts(latest.sweep_id, owned),
+                completed_at,
+                max(0.0, completed_at - latest.requested_at),
+            )
 
 
 class RequestListener:
@@ -436,7 +479,9 @@ class RequestListener:
                         outcomes.append(Outcome(origin, dead_letter=letter))
                         continue
                     outcomes.append(Outcome(origin))
-                    await self._take(request, record.timestamp / 1000, origin)
+                    # the producer's time, unless it claims the future
+                    sent_at = min(record.timestamp / 1000, self._clock())
+                    await self._take(request, sent_at, origin)
             self._metrics.record(outcomes)
 
     async def _take(self, request: SweepRequest, sent_at: float, origin: Origin) -> None:

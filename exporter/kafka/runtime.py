@@ -33,11 +33,11 @@ from exporter.judging import model_judge, sample_judging
 from exporter.kafka.answers import AnswerChecker
 from exporter.kafka.chunks import ChunkFollower
 from exporter.kafka.clients import close, make_consumer, make_producer, topic_partitions
-from exporter.kafka.control import MAX_SWEEP_ID_CHARS, ControlListener
+from exporter.kafka.control import ControlListener
 from exporter.kafka.diagnose import diagnose
 from exporter.kafka.group_sweep import GroupSweeper, ProgressFollower, RequestListener
 from exporter.kafka.publish import Publisher
-from exporter.kafka.sweep_progress import SweepBook
+from exporter.kafka.sweep_progress import MAX_SWEEP_ID_CHARS, SweepBook
 from exporter.kafka.topic_sweep import SweepRunner
 from exporter.memory import freeze_long_lived
 from exporter.outputs.state import ExporterState

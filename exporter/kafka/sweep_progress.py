@@ -11,8 +11,9 @@ Two kinds of record, keyed so compaction keeps the last of each:
 - a sweep: ``{"type": "sweep", "sweep_id", "reason", "requested_at", "partitions"}``, the
   answer topic's partition count when it was requested;
 - a partition's part: ``{"type": "partition", "sweep_id", "partition", "start", "target",
-  "position", "done", "counts", "owner"}``, where ``counts`` are the citations checked so far
-  by status, cumulative (a new owner goes on from them).
+  "position", "done", "counts", "owner", "done_at"}``, where ``counts`` are the citations
+  checked so far by status, cumulative (a new owner goes on from them), and ``done_at`` when
+  the part was done (the sweep completed at its last part's).
 
 Pure: no I/O. Records from the topic are untrusted (anyone with write access may write one):
 each is decoded bounded and validated, and one that is not usable raises RecordError.
@@ -20,7 +21,6 @@ each is decoded bounded and validated, and one that is not usable raises RecordE
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -29,11 +29,13 @@ from typing import Any
 import orjson
 
 from exporter.checks.verdict import Status
+from exporter.outputs.state import SWEEP_PARTITION_STATES
 from exporter.records.decode import RecordError, parse_json
 from exporter.records.limits import MAX_ID_CHARS
 
 __all__ = [
     "MAX_PROGRESS_RECORD_BYTES",
+    "MAX_SWEEP_ID_CHARS",
     "Deleted",
     "PartitionProgress",
     "ProgressRecord",
@@ -41,6 +43,7 @@ __all__ = [
     "SweepRecord",
     "decode_progress",
     "encode_progress",
+    "sweep_id",
 ]
 
 # A record is a few hundred bytes; anything much larger is not one of ours.
@@ -50,6 +53,9 @@ _MAX_PARTITIONS = 1 << 20
 _MAX_OFFSET = (1 << 63) - 1
 _MAX_COUNT = (1 << 53) - 1
 _MAX_OWNER_CHARS = 256
+# A sweep's id is logged, and shown on the info gauge of the latest sweep.
+MAX_SWEEP_ID_CHARS = 200
+_MAX_TIME = 253_402_300_799.0  # 9999-12-31T23:59:59Z, the last second a datetime holds
 _STATUSES = frozenset(status.value for status in Status)
 
 
@@ -75,10 +81,7 @@ class PartitionProgress:
     done: bool
     counts: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     owner: str = ""
-
-    @property
-    def checked(self) -> int:
-        return sum(self.counts.values())
+    done_at: float | None = None  # when its owner finished it (seconds since the epoch)
 
 
 ProgressRecord = SweepRecord | PartitionProgress
@@ -111,6 +114,7 @@ def encode_progress(record: ProgressRecord) -> tuple[bytes, bytes]:
             "done": record.done,
             "counts": dict(record.counts),
             "owner": record.owner,
+            "done_at": record.done_at,
         }
     return _key(record), orjson.dumps(value)
 
@@ -124,6 +128,17 @@ def _text(obj: dict[str, Any], name: str, limit: int, *, empty: bool = False) ->
     return value
 
 
+def sweep_id(value: object) -> str:
+    """A sweep's id, as a request names it or a progress record carries it: a printable
+    string of 1 to MAX_SWEEP_ID_CHARS characters (it is logged, and a label of the latest
+    sweep); RecordError otherwise."""
+    if type(value) is not str or not 0 < len(value) <= MAX_SWEEP_ID_CHARS:
+        raise RecordError(f"'id' must be a string of 1 to {MAX_SWEEP_ID_CHARS} characters")
+    if not value.isprintable():
+        raise RecordError("'id' must be printable (it is logged and shown as a label)")
+    return value
+
+
 def _integer(obj: dict[str, Any], name: str, low: int, high: int) -> int:
     value = obj.get(name)
     if type(value) is not int or not low <= value <= high:
@@ -131,12 +146,12 @@ def _integer(obj: dict[str, Any], name: str, low: int, high: int) -> int:
     return value
 
 
-def _time(value: object) -> float:
-    if (type(value) is int and 0 <= value <= _MAX_COUNT) or (
-        type(value) is float and math.isfinite(value) and value >= 0
-    ):
+def _time(value: object, name: str) -> float:
+    """A time in seconds since the epoch that a datetime can hold (a forged year 33658 must
+    not reach one: it raises there)."""
+    if (type(value) is int or type(value) is float) and 0 <= value <= _MAX_TIME:  # not NaN
         return float(value)
-    raise RecordError("'requested_at' must be a time in seconds since the epoch")
+    raise RecordError(f"'{name}' must be a time in seconds since the epoch")
 
 
 def _counts(value: object) -> Mapping[str, int]:
@@ -176,13 +191,10 @@ def decode_progress(key: bytes | None, value: bytes | None) -> ProgressRecord | 
 def _deleted(key: bytes) -> Deleted:
     parts = parse_json(key)
     if type(parts) is list and len(parts) == 2 and parts[0] == "sweep":
-        return Deleted(_text({"sweep_id": parts[1]}, "sweep_id", MAX_ID_CHARS), None)
+        return Deleted(sweep_id(parts[1]), None)
     if type(parts) is list and len(parts) == 3 and parts[0] == "partition":
-        fields = {"sweep_id": parts[1], "partition": parts[2]}
-        return Deleted(
-            _text(fields, "sweep_id", MAX_ID_CHARS),
-            _integer(fields, "partition", 0, _MAX_PARTITIONS - 1),
-        )
+        partition = _integer({"partition": parts[2]}, "partition", 0, _MAX_PARTITIONS - 1)
+        return Deleted(sweep_id(parts[1]), partition)
     raise RecordError("a progress tombstone's key names no sweep or partition")
 
 
@@ -193,12 +205,12 @@ def _decode_value(value: bytes) -> ProgressRecord:
     if type(obj) is not dict:
         raise RecordError("a progress record must be a JSON object")
     kind = obj.get("type")
-    sweep_id = _text(obj, "sweep_id", MAX_ID_CHARS)
+    name = sweep_id(obj.get("sweep_id"))
     if kind == "sweep":
         return SweepRecord(
-            sweep_id,
+            name,
             _text(obj, "reason", MAX_ID_CHARS, empty=True),
-            _time(obj.get("requested_at")),
+            _time(obj.get("requested_at"), "requested_at"),
             _integer(obj, "partitions", 1, _MAX_PARTITIONS),
         )
     if kind != "partition":
@@ -209,7 +221,7 @@ def _decode_value(value: bytes) -> ProgressRecord:
     if type(done) is not bool:
         raise RecordError("'done' must be true or false")
     return PartitionProgress(
-        sweep_id,
+        name,
         _integer(obj, "partition", 0, _MAX_PARTITIONS - 1),
         start,
         target,
@@ -217,6 +229,7 @@ def _decode_value(value: bytes) -> ProgressRecord:
         done,
         _counts(obj.get("counts")),
         _text(obj, "owner", _MAX_OWNER_CHARS, empty=True),
+        None if obj.get("done_at") is None else _time(obj["done_at"], "done_at"),
     )
 
 
@@ -257,8 +270,9 @@ class SweepBook:
         return self._parts.get((sweep_id, partition))
 
     def sweeps(self) -> Iterator[SweepRecord]:
-        """Every sweep known, oldest request first."""
-        yield from sorted(self._sweeps.values(), key=lambda s: (s.requested_at, s.sweep_id))
+        """Every sweep known, in the topic's order: the same in every instance, whatever a
+        record says of its own time (a forged one must not jump the queue)."""
+        yield from list(self._sweeps.values())
 
     def complete(self, sweep_id: str) -> bool:
         """Every partition of the sweep is done."""
@@ -281,13 +295,21 @@ class SweepBook:
         ]
 
     def latest(self) -> SweepRecord | None:
-        """The most recently requested sweep."""
-        return max(self._sweeps.values(), key=lambda s: (s.requested_at, s.sweep_id), default=None)
+        """The sweep requested last, in the topic's order."""
+        return next(reversed(self._sweeps.values()), None)
+
+    def completed_at(self, sweep_id: str) -> float | None:
+        """When the sweep's last part was done (the same for every instance), once complete."""
+        if not self.complete(sweep_id):
+            return None
+        sweep = self._sweeps[sweep_id]
+        times = [self._parts[sweep_id, p].done_at for p in range(sweep.partitions)]
+        return max((t for t in times if t is not None), default=sweep.requested_at)
 
     def states(self, sweep_id: str, partitions: set[int]) -> dict[str, int]:
         """Of ``partitions`` (an instance's own), how many are pending, running or done in
         the sweep: running once a part has a record and is not done."""
-        states = {"pending": 0, "running": 0, "done": 0}
+        states = dict.fromkeys(SWEEP_PARTITION_STATES, 0)
         sweep = self._sweeps.get(sweep_id)
         for partition in partitions:
             if sweep is None or partition >= sweep.partitions:

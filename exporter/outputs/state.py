@@ -42,10 +42,8 @@ class ExporterState:
     sweep_running: bool = False
     sweep_progress: float = 0.0
     last_sweep: SweepResult | None = None
-    # a sweep the group shares: this instance's partitions of the latest one, by state, and
-    # when this instance saw it complete
+    # a sweep the group shares: this instance's partitions of the latest one, by state
     sweep_partitions: Mapping[str, int] = field(default_factory=dict)
-    sweep_completed_at: float | None = None
     last_chunker_change: float = 0.0
     entailment_queue_depth: int = 0  # samples waiting for the judge behind the response
 
@@ -60,6 +58,7 @@ class ExporterState:
         }
 
 
+# The states of an answer partition's part of a sweep the group shares.
 SWEEP_PARTITION_STATES = ("pending", "running", "done")
 
 
