@@ -36,6 +36,7 @@ from exporter.checks.verdict import Repair, Status, Verdict
 from exporter.outputs.entailment_report import EntailmentSummary
 from exporter.pipeline.outcome import CheckedCitation, JudgeInput
 from exporter.pipeline.sampling import (
+    KEY_SPACE,
     STRATA,
     KeyFilter,
     StratifiedSample,
@@ -120,10 +121,6 @@ def pack_candidate(
     )
 
 
-# A stratum whose sample is not full yet takes any key.
-_NO_THRESHOLD = 1 << 64
-
-
 class Drawing:
     """Where a sweep's sample is drawn from: every judgeable citation is counted in its
     stratum, and kept as a candidate only while its key may still be among the sample's
@@ -169,7 +166,8 @@ class Drawing:
             stratum = STRATA[band[1], family]
             counts[stratum] = counts.get(stratum, 0) + 1
             key = sample_key(seed, line, index)
-            if key < thresholds.get(stratum, _NO_THRESHOLD) and self._kept.admit(stratum, key):
+            # a stratum whose sample is not full yet has no threshold: it takes any key
+            if key < thresholds.get(stratum, KEY_SPACE) and self._kept.admit(stratum, key):
                 candidate = pack_candidate(line, verdict, judge_input, partition)
                 candidates.append((stratum, key, verdict.doc_id or "", candidate))
 
@@ -187,8 +185,9 @@ ModelFactory = Callable[[], AbstractAsyncContextManager[AsyncJudge]]
 
 def model_judge(settings: JudgeSettings) -> tuple[ModelFactory | None, int]:
     """What makes the model judge the settings configure (None for the lexical judge alone),
-    and the calls it may have in flight. Raises SettingsError for an unusable configuration.
-    The HTTP client is imported only when a model judge is configured."""
+    and the calls it may have in flight; JudgeSettings refused at load any configuration a
+    judge cannot be made with. The HTTP client is imported only when a model judge is
+    configured."""
     from exporter.judge.openai import OpenAIJudge, OpenAIJudgeConfig  # noqa: PLC0415
 
     config = OpenAIJudgeConfig.from_settings(settings)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,16 @@ def claims_archive(directory: Path, claims: list[str]) -> tuple[Path, Path]:
     ]
     citations.write_text("".join(json.dumps(record) + "\n" for record in records))
     return chunks, citations
+
+
+async def until(condition: Callable[[], bool], steps: int = 3_000) -> bool:
+    """Let the other tasks run until ``condition`` holds (at most ``steps`` times, about a
+    millisecond each); whether it does. A wait in steps, never a timed assertion."""
+    for _ in range(steps):
+        if condition():
+            return True
+        await asyncio.sleep(0.001)
+    return condition()
 
 
 def store_of(*records: dict[str, Any]) -> ChunkStore:

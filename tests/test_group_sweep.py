@@ -8,10 +8,11 @@ the other tasks is a loop bounded in steps, never a timed assertion.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable
 
 import orjson
-from conftest import chunk_record, store_of
+from conftest import chunk_record, store_of, until
 from fake_kafka import FakeBroker, FakeConsumer, FakeProducer
 from prometheus_client import CollectorRegistry
 
@@ -143,12 +144,7 @@ class Instance:
         return 0.0 if value is None else value
 
 
-async def _until(condition: Callable[[], bool]) -> bool:
-    for _ in range(STEPS):
-        if condition():
-            return True
-        await asyncio.sleep(0.001)
-    return condition()
+_until = functools.partial(until, steps=STEPS)
 
 
 def _run(instances: list[Instance], scenario: Callable[[asyncio.Event], object]) -> None:

@@ -8,6 +8,7 @@ bounded in steps (:data:`STEPS`), never a timed assertion.
 from __future__ import annotations
 
 import asyncio
+import functools
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -17,7 +18,7 @@ import orjson
 import pytest
 from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
-from conftest import chunk_record, store_of
+from conftest import chunk_record, store_of, until
 from fake_kafka import FakeBroker, FakeConsumer, FakeProducer
 from prometheus_client import CollectorRegistry
 
@@ -67,13 +68,7 @@ def _sweep_request(reason: str) -> bytes:
     return orjson.dumps({"type": "sweep", "reason": reason})
 
 
-async def _until(condition: Callable[[], bool]) -> bool:
-    """Let the other tasks run until ``condition`` holds (at most STEPS times); whether it does."""
-    for _ in range(STEPS):
-        if condition():
-            return True
-        await asyncio.sleep(0.001)
-    return condition()
+_until = functools.partial(until, steps=STEPS)
 
 
 def _total(registry: CollectorRegistry, name: str, **labels: str) -> float:

@@ -120,26 +120,21 @@ def _with_judge_hint(message: str) -> str:
 def _model_judge(settings: Settings) -> tuple[JudgeThread, str] | None:
     """The model judge the settings configure, in a thread of its own, and its name; None
     for the lexical judge alone."""
-    if settings.judge != "openai":
-        return None
     # imported here: the demo starts without the HTTP client unless it calls a model
-    from exporter.errors import SettingsError  # noqa: PLC0415
     from exporter.judge.background import HourlyBudget  # noqa: PLC0415
-    from exporter.judge.openai import OpenAIJudge, OpenAIJudgeConfig  # noqa: PLC0415
     from exporter.judge.thread import JudgeThread  # noqa: PLC0415
+    from exporter.judging import model_judge  # noqa: PLC0415
 
-    try:
-        config = OpenAIJudgeConfig.from_settings(settings)
-    except SettingsError as exc:
-        raise UsageError(_with_judge_hint(str(exc))) from None
-    assert config is not None, "an openai judge has its configuration"
+    make, concurrency = model_judge(settings)  # settings that loaded make their judge
+    if make is None:
+        return None
     thread = JudgeThread(
-        lambda: OpenAIJudge(config),
+        make,
         queue_size=min(settings.judge_queue_size, _MODEL_QUEUE_SIZE),
-        concurrency=config.concurrency,
+        concurrency=concurrency,
         budget=HourlyBudget(settings.judge_budget_usd_per_hour),
     )
-    return thread, f"{config.model} at {config.base_url}"
+    return thread, f"{settings.judge_model} at {settings.judge_base_url}"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -251,17 +251,6 @@ def _judge_settings(args: argparse.Namespace) -> JudgeSettings:
         ) from None
 
 
-def _sample_judging(
-    settings: JudgeSettings, high_severity_topics: frozenset[str], seed: int
-) -> SampleJudging | None:
-    """How the sample is judged (None: no sample); a judge that cannot be configured is a
-    usage error before the sweep starts."""
-    try:
-        return sample_judging(settings, high_severity_topics, seed)
-    except SettingsError as exc:
-        raise UsageError(str(exc)) from None
-
-
 def _add_judge_options(sweep: Any) -> None:
     judging = sweep.add_argument_group(
         "entailment: does each quote establish its claim? A stratified sample is judged",
@@ -514,7 +503,8 @@ def run(args: argparse.Namespace) -> int:
         classifier = load_classifier(args.coverage_classifier)
     except SettingsError as exc:
         raise UsageError(f"--coverage-classifier: {exc}") from None
-    judging = _sample_judging(_judge_settings(args), args.high_severity_topics, args.seed)
+    # a judge the settings cannot make was refused with them, before the sweep
+    judging = sample_judging(_judge_settings(args), args.high_severity_topics, args.seed)
     policy = Policy(
         threshold=args.threshold,
         high_severity_topics=args.high_severity_topics,

@@ -31,6 +31,7 @@ from exporter.pipeline.outcome import (
     Outcome,
     evidence_crc,
 )
+from exporter.pipeline.sampling import KEY_SPACE, sample_key
 from exporter.records.decode import InvalidJson, decode_citations, decode_sentences, parse_json
 from exporter.records.limits import bounded, failure
 from exporter.records.schema import Citation, InvalidCitation
@@ -40,9 +41,6 @@ __all__ = ["check_message", "oversized", "unread", "unusable"]
 # A dead letter lists the errors of at most this many of its invalid citations (all are counted
 # in its headers); the error stays one short line however many there are.
 _ERRORS_LISTED = 3
-_KEYS = 1 << 64  # sample keys are 64-bit
-_MASK = _KEYS - 1
-_GOLDEN = 0x9E3779B97F4A7C15  # spreads a hash's bits over the whole 64-bit range
 
 
 def oversized(origin: Origin, value: bytes, key: bytes | None, max_bytes: int) -> DeadLetter:
@@ -105,14 +103,12 @@ def _letter(
 
 
 def _sampled(rate: float, origin: Origin, index: int) -> bool:
-    """Whether the ``index``-th citation of a message is in the judge's sample: decided by a
-    hash of where it came from, so the same message is sampled alike wherever it is checked.
-    (Python's hash of a tuple of integers is the same in every process, unlike a string's,
-    and costs a tenth of :func:`sample_key`: it runs for every citation checked inline.)"""
+    """Whether the ``index``-th citation of a message is in the judge's sample: decided by
+    the sample key of where it came from, so the same message is sampled alike wherever it
+    is checked."""
     if rate >= 1.0:
         return True
-    mixed = (hash((origin.partition, origin.offset, index)) * _GOLDEN) & _MASK
-    return mixed < rate * _KEYS
+    return sample_key(origin.partition, origin.offset, index) < rate * KEY_SPACE
 
 
 def _answer_fields(parsed: object) -> tuple[list[Any] | None, str | None]:

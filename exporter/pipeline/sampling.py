@@ -26,9 +26,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Generic, TypeVar
 
+from exporter.checks.entailment import CLAIM_CHARS_KEPT
+
 __all__ = [
     "AGE_BANDS",
     "FAMILIES",
+    "KEY_SPACE",
     "STRATA",
     "KeyFilter",
     "StratifiedSample",
@@ -45,8 +48,6 @@ FAMILIES = ("repaired_drift", "conditional", "long_quote", "folded_below_100", "
 LONG_QUOTE_CHARS = 300
 # Conditional language, where judges err most (about 6 times in 10).
 _CONDITIONAL = re.compile(r"\b(?:if|unless|only|except|may|up to)\b")
-# Only this much of a claim is searched for conditional language: bounded work per citation.
-_CLAIM_CHARS_SEARCHED = 2_000
 
 T = TypeVar("T")
 
@@ -95,7 +96,8 @@ def near_miss_family(repaired: bool, claim: str, quote_chars: int, similarity: f
     """
     if repaired:
         return "repaired_drift"
-    if _CONDITIONAL.search(claim[:_CLAIM_CHARS_SEARCHED].lower()) is not None:
+    # a claim is kept to CLAIM_CHARS_KEPT characters: bounded work per citation
+    if _CONDITIONAL.search(claim[:CLAIM_CHARS_KEPT].lower()) is not None:
         return "conditional"
     if quote_chars > LONG_QUOTE_CHARS:
         return "long_quote"
@@ -130,9 +132,9 @@ def allocate(totals: dict[Stratum, int], size: int) -> dict[Stratum, int]:
     return chosen
 
 
-# Keys are 64-bit: a sample key, and "no threshold yet" one past the largest.
-_KEYS = 1 << 64
-_MASK = _KEYS - 1
+# Keys are 64-bit: every key is below KEY_SPACE (a threshold of KEY_SPACE takes any key).
+KEY_SPACE = 1 << 64
+_MASK = KEY_SPACE - 1
 
 
 def sample_key(seed: int, line: int, index: int) -> int:
