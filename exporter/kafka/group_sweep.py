@@ -19,12 +19,11 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from aiokafka import TopicPartition
 
 from exporter.judging import Drawing, PackedCandidate, SampleJudging
-from exporter.kafka.answers import YIELD_SECONDS
 from exporter.kafka.clients import close
 from exporter.kafka.control import SweepRequest, sweep_request
 from exporter.kafka.fetching import Fetcher
@@ -38,12 +37,12 @@ from exporter.kafka.sweep_progress import (
     decode_progress,
     encode_progress,
 )
-from exporter.kafka.topic_sweep import judge_sweep_sample
+from exporter.kafka.topic_sweep import ArchiveBatch, judge_sweep_sample
 from exporter.outputs.metrics import ExporterMetrics
 from exporter.outputs.state import SweepResult
 from exporter.pipeline.core import Pipeline
-from exporter.pipeline.outcome import DeadLetter, Mode, Origin, Outcome
-from exporter.pipeline.sampling import StratifiedSample, Stratum
+from exporter.pipeline.outcome import DeadLetter, Origin, Outcome
+from exporter.pipeline.sampling import StratifiedSample
 from exporter.records.decode import RecordError
 from exporter.records.limits import preview
 
@@ -314,43 +313,19 @@ class GroupSweeper:
         tp, target = TopicPartition(self._topic, part.partition), part.target
         sweep = self.book.sweep(part.sweep_id)
         drawn = None if sweep is None else self._sample(sweep)
-        thresholds = {} if drawn is None else drawn[0].thresholds()
-        strata: dict[Stratum, int] = {}
-        candidates: list[tuple[Stratum, int, str, PackedCandidate]] = []
-        batches = await fetcher.getmany(tp, timeout_ms=500, max_records=_BATCH_RECORDS)
+        batch = ArchiveBatch(
+            None if drawn is None else drawn[1], {} if drawn is None else drawn[0].thresholds()
+        )
+        fetched = await fetcher.getmany(tp, timeout_ms=500, max_records=_BATCH_RECORDS)
         reached = max(position, fetcher.skipped_to.get(tp, position))
-        outcomes: list[Outcome] = []
-        sent: list[Any] = []
-        checked: Counter[str] = Counter()
-        last_yield = time.monotonic()
-        for record in batches.get(tp, []):
-            if record.offset >= target:
-                break
-            outcome = self._pipeline().answer(record, Mode.SWEEP)
-            outcomes.append(outcome)
-            checked.update(item.verdict.status.value for item in outcome.checked)
-            if drawn is not None:
-                drawn[1].add(
-                    outcome.checked,
-                    record.offset,
-                    thresholds,
-                    strata,
-                    candidates,
-                    partition=tp.partition,
-                )
-            for verdict in outcome.publish:  # failing verdicts; invalid inputs were dead-lettered
-                sent.append(await self._publisher.verdict(verdict, outcome.origin, Mode.SWEEP))
-            reached = record.offset + 1
-            if time.monotonic() - last_yield > YIELD_SECONDS:
-                await asyncio.sleep(0)  # inline checks and heartbeats go on
-                last_yield = time.monotonic()
+        checked = await batch.check(fetched.get(tp, []), target, self._pipeline(), self._publisher)
         # the position, not the last record: the range may end in a transaction marker
-        reached = min(target, max(reached, await consumer.position(tp)))
-        await self._publisher.delivered(sent)
-        self._metrics.record(outcomes)
-        counts.update(checked)
+        reached = min(target, max(reached, checked, await consumer.position(tp)))
+        await self._publisher.delivered(batch.sent)
+        self._metrics.record(batch.outcomes)
+        counts.update(item.verdict.status.value for o in batch.outcomes for item in o.checked)
         if drawn is not None:
-            drawn[0].add(strata, candidates)
+            drawn[0].add(batch.strata, batch.candidates)
         return reached
 
     def _sample(

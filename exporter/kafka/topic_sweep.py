@@ -53,7 +53,7 @@ from exporter.pipeline.core import Pipeline
 from exporter.pipeline.outcome import Mode, Origin, Outcome
 from exporter.pipeline.sampling import StratifiedSample, Stratum
 
-__all__ = ["SweepRunner", "judge_sweep_sample"]
+__all__ = ["ArchiveBatch", "SweepRunner", "judge_sweep_sample"]
 
 log = logging.getLogger(__name__)
 
@@ -229,56 +229,76 @@ class SweepRunner:
         targets = progress.targets
         work = sum(targets[tp] - progress.beginnings[tp] for tp in assigned) or 1
         remaining = {tp for tp in assigned if progress.done[tp] < targets[tp]}
-        last_yield = time.monotonic()
         while remaining:
             batches = await fetcher.getmany(*remaining, timeout_ms=500, max_records=2000)
             done = dict(progress.done)
             for tp, skipped_to in fetcher.skipped_to.items():
                 done[tp] = max(done[tp], skipped_to)  # an unreadable batch is behind us
-            sent: list[Any] = []
-            outcomes: list[Outcome] = []
-            summary = SweepSummary()
-            thresholds = {} if sample is None else sample.thresholds()
-            counts: dict[Stratum, int] = {}
-            candidates: list[tuple[Stratum, int, str, PackedCandidate]] = []
+            batch = ArchiveBatch(drawing, {} if sample is None else sample.thresholds())
             for tp, records in batches.items():
-                for record in records:
-                    if record.offset >= targets[tp]:
-                        break
-                    outcome = self._pipeline().answer(record, Mode.SWEEP)
-                    outcomes.append(outcome)
-                    if drawing is not None:
-                        drawing.add(
-                            outcome.checked,
-                            record.offset,
-                            thresholds,
-                            counts,
-                            candidates,
-                            partition=tp.partition,
-                        )
-                    summary.add_outcome(outcome, f"{tp.topic}/{tp.partition}@{record.offset}")
-                    # failing verdicts only: invalid inputs were dead-lettered when consumed
-                    for verdict in outcome.publish:
-                        sent.append(
-                            await self._publisher.verdict(verdict, outcome.origin, Mode.SWEEP)
-                        )
-                    done[tp] = record.offset + 1
-                    if time.monotonic() - last_yield > YIELD_SECONDS:
-                        await asyncio.sleep(0)  # inline checks and heartbeats go on
-                        last_yield = time.monotonic()
+                reached = await batch.check(records, targets[tp], self._pipeline(), self._publisher)
+                done[tp] = max(done[tp], reached)
+            summary = SweepSummary()
+            for outcome in batch.outcomes:
+                where = outcome.origin
+                summary.add_outcome(outcome, f"{where.topic}/{where.partition}@{where.offset}")
             for tp in remaining:
                 # the position, not the last record: the last offsets may hold no record (a
                 # transaction marker), and a sweep waiting for one would never complete
                 done[tp] = max(done[tp], await consumer.position(tp))
-            await self._publisher.delivered(sent)
-            self._metrics.record(outcomes)
+            await self._publisher.delivered(batch.sent)
+            self._metrics.record(batch.outcomes)
             progress.summary.merge(summary)
             progress.done = done
             if sample is not None:
-                sample.add(counts, candidates)
+                sample.add(batch.strata, batch.candidates)
             remaining = {tp for tp in remaining if done[tp] < targets[tp]}
             moved = sum(done[tp] - progress.beginnings[tp] for tp in assigned)
             self._metrics.state.sweep_progress = min(1.0, moved / work)
+
+
+@dataclass
+class ArchiveBatch:
+    """One fetch of a sweep of the answer topic, checked and not yet delivered: its outcomes,
+    the failing verdicts sent, and what it offers the judge's sample. Both sweeps (each
+    instance's, the group's) keep it only once ``sent`` is delivered."""
+
+    drawing: Drawing | None
+    thresholds: dict[Stratum, int]
+    outcomes: list[Outcome] = field(default_factory=list)
+    sent: list[Awaitable[Any]] = field(default_factory=list)
+    strata: dict[Stratum, int] = field(default_factory=dict)
+    candidates: list[tuple[Stratum, int, str, PackedCandidate]] = field(default_factory=list)
+
+    async def check(
+        self, records: list[Any], target: int, pipeline: Pipeline, publisher: Publisher
+    ) -> int:
+        """Check one partition's ``records`` below ``target``, in sweep mode: send their
+        failing verdicts (invalid inputs were dead-lettered when first consumed), draw from
+        them; the offset after the last one checked (0 if none was)."""
+        reached = 0
+        last_yield = time.monotonic()
+        for record in records:
+            if record.offset >= target:
+                break
+            outcome = pipeline.answer(record, Mode.SWEEP)
+            self.outcomes.append(outcome)
+            if self.drawing is not None:
+                self.drawing.add(
+                    outcome.checked,
+                    record.offset,
+                    self.thresholds,
+                    self.strata,
+                    self.candidates,
+                    partition=record.partition,
+                )
+            for verdict in outcome.publish:
+                self.sent.append(await publisher.verdict(verdict, outcome.origin, Mode.SWEEP))
+            reached = record.offset + 1
+            if time.monotonic() - last_yield > YIELD_SECONDS:
+                await asyncio.sleep(0)  # inline checks and heartbeats go on
+                last_yield = time.monotonic()
+        return reached
 
 
 @dataclass
