@@ -83,6 +83,9 @@ _KUBERNETES_SERVICE_LINK = re.compile(
 
 
 _SASL_MECHANISMS_WITH_PASSWORD = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+# what Kafka takes as a topic's name (org.apache.kafka.common.internals.Topic)
+_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+_MAX_REPLICATION_FACTOR = 32
 # The largest sample a sweep may judge: a model judging 10,000 takes about 5 minutes at
 # concurrency 4 and $4, more than a sample needs (400 a stratum; the summary projects the whole
 # archive), and the sample's memory grows with it: 280 MB at the default 2,000 for an archive
@@ -219,9 +222,13 @@ class Settings(JudgeSettings):
 
     # sweeps
     sweep_quiet_seconds: float = Field(60.0, gt=0.0)
-    # a compacted topic of one partition: when set, the instances of the group share each
-    # sweep (each sweeps the answer partitions it owns); unset, each sweeps everything alone
-    sweeps_topic: str | None = None
+    # the instances of the group share each sweep (each sweeps the answer partitions it owns),
+    # through a compacted topic of one partition, created at start-up when missing; off, each
+    # instance sweeps everything alone
+    share_sweeps: bool = True
+    sweeps_topic: str | None = None  # unset: "<group_id>.sweeps"
+    # the replicas of a sweeps topic the exporter creates (unset: 3, or fewer brokers)
+    sweeps_topic_replication_factor: int | None = Field(None, ge=1, le=_MAX_REPLICATION_FACTOR)
     # a shared sweep's control requests older than this when first read are not carried out
     # (every instance reads the control topic from its start)
     sweep_request_max_age_seconds: float = Field(86_400.0, gt=0.0)
@@ -244,6 +251,7 @@ class Settings(JudgeSettings):
         "sasl_oauth_token_file",
         "sasl_kerberos_domain_name",
         "sweeps_topic",
+        "sweeps_topic_replication_factor",
         mode="before",
     )
     @classmethod
@@ -355,6 +363,26 @@ class Settings(JudgeSettings):
                     "sasl_mechanism GSSAPI needs the gssapi package and the system's Kerberos "
                     "library: pip install 'citation-drift-exporter[gssapi]'"
                 ) from None
+
+    @model_validator(mode="after")
+    def _sweeps_topic_is_a_topic_name(self) -> Settings:
+        """The sweeps topic named after the group must be a name Kafka takes: say so here, not
+        as a broker's InvalidTopicException at the first sweep."""
+        topic = self.shared_sweeps_topic
+        if topic is not None and not _TOPIC_NAME.fullmatch(topic):
+            source = "sweeps_topic" if self.sweeps_topic else f"group_id {shown(self.group_id)!r}"
+            raise ValueError(
+                f"sweeps topic {shown(topic)!r} (from {source}) is no Kafka topic name: at most "
+                "249 of the letters, digits, '.', '_' and '-'; set sweeps_topic to one"
+            )
+        return self
+
+    @property
+    def shared_sweeps_topic(self) -> str | None:
+        """The topic through which the group shares its sweeps (None: each sweeps alone)."""
+        if not self.share_sweeps:
+            return None
+        return self.sweeps_topic or f"{self.group_id}.sweeps"
 
     @property
     def limits(self) -> Limits:

@@ -289,8 +289,17 @@ def _panels(config: MixinConfig) -> list[dict[str, Any]]:
         _panel(
             "gauge",
             "Sweep progress",
-            "Share of the archive the running sweep has checked.",
-            [_target(f"max(citation_sweep_progress_ratio{{{select}}})")],
+            "Share of the archive the running sweep has checked. A sweep the group shares: "
+            "each instance's share of its partitions, weighted by how many it owns; one each "
+            "instance runs alone: the furthest.",
+            [
+                _target(
+                    f"(sum(citation_sweep_progress_ratio{{{select}}} * on (job, instance) "
+                    f"sum by (job, instance) (citation_sweep_partitions{{{select}}}))"
+                    f" / sum(citation_sweep_partitions{{{select}}})) >= 0"
+                    f" or max(citation_sweep_progress_ratio{{{select}}})"
+                )
+            ],
             "percentunit",
             (18, 28, 6, 4),
             defaults={"min": 0, "max": 1},

@@ -68,7 +68,10 @@ def _workload(config: MixinConfig) -> str:
         ],
         "env:": [
             "Kafka security (SASL, TLS) takes further CITATION_EXPORTER_* variables; put",
-            "secrets in a Secret and use valueFrom.secretKeyRef.",
+            "secrets in a Secret and use valueFrom.secretKeyRef. The replicas share each",
+            "sweep through a compacted topic, citation-drift-exporter.sweeps, created at",
+            "start-up when missing: without the right to create topics, create it beforehand",
+            "(README, Kafka in production).",
         ],
         "livenessProbe:": [
             "/healthz answers 200 while the event loop runs (503 once it is stuck for 30 s): a",

@@ -27,8 +27,8 @@ What it models:
 
 Not modelled: the group protocol (other members, heartbeats, generations, ``CommitFailedError``),
 cooperative rebalancing (unless a test passes a narrower ``revoked``), record batches,
-compression, fetch sizes in bytes, timestamps (all 0), acks, transactions (markers aside),
-delivery delays, metadata delays, topic auto-creation (an unknown topic raises
+compression, fetch sizes in bytes, timestamps (0 unless appended with one), acks, transactions
+(markers aside), delivery delays, metadata delays, topic auto-creation (an unknown topic raises
 ``UnknownTopicOrPartitionError``), murmur2 partitioning (keys spread by CRC-32, else round-robin).
 """
 
@@ -99,6 +99,7 @@ class FakeBroker:
         *,
         partition: int | None = None,
         headers: Headers = (),
+        timestamp_ms: int = 0,
     ) -> Record:
         """Write one record (as an acknowledged producer would); returns it."""
         count = len(self.partitions(topic))
@@ -111,7 +112,7 @@ class FakeBroker:
         sizes = (-1 if key is None else len(key), -1 if value is None else len(value))
         offset = len(self._logs[tp])
         record: Record = ConsumerRecord(
-            topic, partition, offset, 0, 0, key, value, None, *sizes, tuple(headers)
+            topic, partition, offset, timestamp_ms, 0, key, value, None, *sizes, tuple(headers)
         )
         self._grow(tp, record)
         return record

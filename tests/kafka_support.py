@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.records.chunk_messages import chunk_message
@@ -94,6 +95,42 @@ async def _create(bootstrap: str, topics: Topics, answer_partitions: int) -> Non
         )
     finally:
         await admin.close()
+
+
+async def _topic_shape(bootstrap: str, topic: str) -> tuple[int, str | None]:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        (described,) = await admin.describe_topics([topic])
+        resource = ConfigResource(ConfigResourceType.TOPIC, topic, {"cleanup.policy": None})
+        (response,) = await admin.describe_configs([resource])
+        entries = response.resources[0][4]
+        policy = next((entry[1] for entry in entries if entry[0] == "cleanup.policy"), None)
+        return len(described["partitions"]), policy
+    finally:
+        await admin.close()
+
+
+def topic_shape(bootstrap: str, topic: str) -> tuple[int, str | None]:
+    """A topic's partition count and cleanup policy, as the broker has them."""
+    return asyncio.run(_topic_shape(bootstrap, topic))
+
+
+async def _create_topic(
+    bootstrap: str, topic: str, partitions: int, configs: dict[str, str]
+) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(topic, partitions, 1, topic_configs=configs)])
+    finally:
+        await admin.close()
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int, **configs: str) -> None:
+    """One more topic (``cleanup_policy="compact"`` for ``cleanup.policy``)."""
+    named = {key.replace("_", "."): value for key, value in configs.items()}
+    asyncio.run(_create_topic(bootstrap, topic, partitions, named))
 
 
 def create_topics(bootstrap: str, answer_partitions: int = 2) -> Topics:
@@ -318,6 +355,16 @@ class ExporterProcess:
 
     def scrape(self) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
         return scrape(self.port)
+
+    def readiness(self) -> tuple[int, str]:
+        """What /readyz answers: its status and its sentence (0 and "" before it listens)."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=2) as ok:
+                return ok.status, ok.read().decode()
+        except urllib.error.HTTPError as refused:
+            return refused.code, refused.read().decode()
+        except (urllib.error.URLError, ConnectionError):
+            return 0, ""
 
     def wait_for(self, name: str, at_least: float, seconds: float = 60.0, **labels: str) -> float:
         """Poll /metrics until the metric's total reaches ``at_least``; return the total."""

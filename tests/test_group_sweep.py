@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry
 from exporter.checks.engine import Policy
 from exporter.checks.lexical import LexicalJudge
 from exporter.judging import SampleJudging
-from exporter.kafka.group_sweep import GroupSweeper, ProgressFollower
+from exporter.kafka.group_sweep import GroupSweeper, ProgressFollower, RequestListener
 from exporter.kafka.publish import Publisher
 from exporter.kafka.sweep_progress import (
     PartitionProgress,
@@ -189,6 +189,7 @@ def test_one_request_is_swept_once_across_the_group() -> None:
         assert a.gauge("citation_sweep_partitions", state=state) == 0
     assert a.gauge("citation_sweep_partitions", state="done") == 2
     assert b.gauge("citation_sweep_partitions", state="done") == 2
+    assert a.gauge("citation_sweep_progress_ratio") == b.gauge("citation_sweep_progress_ratio") == 1
     statuses = [("ok", 36), ("document_missing", 4)]
     for status, count in statuses:
         both = a.gauge("citation_sweep_citations", status=status) + b.gauge(
@@ -357,3 +358,97 @@ def test_a_batch_that_could_not_be_delivered_is_swept_again_not_the_end_of_the_s
     _run([a], scenario)
     assert set(a.pipeline.swept) == {(i % 4, i // 4) for i in range(40)}
     assert a.book.counts("s1", {0, 1, 2, 3}) == {"ok": 36, "document_missing": 4}
+
+
+# -- the requests every instance reads -------------------------------------------------------
+
+CONTROL = "control"
+NOW = 2_000_000.0  # seconds since the epoch, by the listener's clock
+DAY = 86_400.0
+
+
+class RecordingSweeper:
+    """Stands for the GroupSweeper a RequestListener hands requests to: remembers them, and
+    knows the ids in its book."""
+
+    def __init__(self) -> None:
+        self.book = SweepBook()
+        self.requests: list[tuple[str, str, float]] = []
+
+    async def request(self, sweep_id: str, reason: str, requested_at: float) -> None:
+        self.requests.append((sweep_id, reason, requested_at))
+
+
+def _control(*messages: tuple[bytes, float]) -> FakeBroker:
+    """A control topic of one partition holding (value, sent at) messages."""
+    broker = FakeBroker()
+    broker.create_topic(CONTROL, 1)
+    for value, sent_at in messages:
+        broker.append(CONTROL, value, partition=0, timestamp_ms=int(sent_at * 1000))
+    return broker
+
+
+def _listen(broker: FakeBroker, sweeper: RecordingSweeper) -> float:
+    """A RequestListener reads the whole control topic; returns the invalid events it counted."""
+    registry = CollectorRegistry()
+    consumer = FakeConsumer(broker)
+    listener = RequestListener(
+        consumer,
+        CONTROL,
+        sweeper,  # type: ignore[arg-type]
+        ExporterMetrics(registry, SourceLabels(), "test"),
+        max_age_seconds=DAY,
+        clock=lambda: NOW,
+    )
+
+    async def scenario() -> None:
+        stop = asyncio.Event()
+        await listener.assign({0})
+        task = asyncio.create_task(listener.run(stop))
+        assert await until(lambda: consumer.fetches >= 2), "a fetch after the topic's end"
+        stop.set()
+        await task
+
+    asyncio.run(scenario())
+    labels = {"topic": CONTROL, "reason": "invalid_record"}
+    return registry.get_sample_value("citation_exporter_invalid_events_total", labels) or 0.0
+
+
+def _sweep(**fields: object) -> bytes:
+    return orjson.dumps({"type": "sweep", **fields})
+
+
+def test_every_request_is_handed_on_with_its_id_or_its_place_in_the_topic() -> None:
+    sent = NOW - 60
+    broker = _control((_sweep(id="reindex-7", reason="new parser"), sent), (_sweep(), sent))
+    sweeper = RecordingSweeper()
+    assert _listen(broker, sweeper) == 0
+    assert sweeper.requests == [
+        ("reindex-7", "new parser", sent),
+        ("control/0/1", sweeper.requests[1][1], sent),
+    ]
+
+
+def test_a_request_older_than_the_bound_is_not_carried_out_unless_the_group_knows_it() -> None:
+    old = NOW - 2 * DAY
+    broker = _control((_sweep(id="forgotten"), old), (_sweep(id="known"), old))
+    sweeper = RecordingSweeper()
+    sweeper.book.apply(SweepRecord("known", "earlier", old, PARTITIONS))
+    _listen(broker, sweeper)
+    assert [request[0] for request in sweeper.requests] == ["known"]
+
+
+def test_a_request_claiming_the_future_counts_as_sent_now() -> None:
+    broker = _control((_sweep(id="ahead"), NOW + 10 * DAY))
+    sweeper = RecordingSweeper()
+    _listen(broker, sweeper)
+    assert sweeper.requests == [("ahead", sweeper.requests[0][1], NOW)]
+
+
+def test_a_message_that_is_no_request_is_counted_and_the_next_is_still_read() -> None:
+    broker = _control(
+        (b"{not json", NOW), (_sweep(id=7), NOW), (b'{"type": "nap"}', NOW), (_sweep(id="ok"), NOW)
+    )
+    sweeper = RecordingSweeper()
+    assert _listen(broker, sweeper) == 3
+    assert [request[0] for request in sweeper.requests] == ["ok"]

@@ -215,9 +215,11 @@ def _sweep_total(samples: dict[Any, float]) -> float:
 def test_kill_9_during_a_sweep_then_the_sweep_runs_again_and_completes_once(
     bootstrap: str, scenario: dict[str, Path], tmp_path: Path
 ) -> None:
+    """An instance sweeping alone: the request is read again and swept whole (a sweep the
+    group shares is resumed where it got, tests/test_kafka_group_sweep.py)."""
     topics = create_topics(bootstrap, answer_partitions=2)
     archive = _slow_archive(bootstrap, topics, scenario)
-    first = ExporterProcess(bootstrap, topics, tmp_path / "first.log")
+    first = ExporterProcess(bootstrap, topics, tmp_path / "first.log", share_sweeps="false")
     try:
         first.wait_ready()
         first.wait_for("citation_checks_total", archive, mode="inline", seconds=120)
@@ -229,7 +231,7 @@ def test_kill_9_during_a_sweep_then_the_sweep_runs_again_and_completes_once(
     assert first.process.returncode == -signal.SIGKILL
     assert total(interrupted, "citation_sweep_last_completed_timestamp_seconds") == 0
 
-    second = ExporterProcess(bootstrap, topics, tmp_path / "second.log")
+    second = ExporterProcess(bootstrap, topics, tmp_path / "second.log", share_sweeps="false")
     try:
         second.wait_ready()
         # the request was not committed: the successor reads it again and sweeps

@@ -16,9 +16,11 @@ from kafka_support import (
     Topics,
     answer_messages,
     chunk_messages,
+    create_topic,
     create_topics,
     expected_verdicts,
     produce,
+    topic_shape,
     total,
 )
 
@@ -164,3 +166,35 @@ def test_a_member_killed_mid_sweep_leaves_its_partitions_to_the_others(
         if "sweeping partition" in line and "from offset 0 " not in line
     ]
     assert resumed, "a survivor resumed one of the victim's partitions part-way"
+
+
+def test_the_first_instance_creates_the_sweeps_topic_named_after_its_group(
+    bootstrap: str, tmp_path: Path
+) -> None:
+    topics = create_topics(bootstrap)
+    exporter = ExporterProcess(bootstrap, topics, tmp_path / "exporter.log")
+    try:
+        exporter.wait_ready()  # ready once its store is loaded; then it sets up shared sweeps
+        _until(lambda: _owned(exporter, topics) != set())  # its answer consumer joined after
+        assert topic_shape(bootstrap, f"group-{topics.answers}.sweeps") == (1, "compact")
+    finally:
+        assert exporter.stop() == 0
+
+
+@pytest.mark.parametrize(
+    ("partitions", "policy", "problem"),
+    [(2, "compact", "has 2 partitions and needs exactly 1"), (1, "delete", "needs compact")],
+)
+def test_a_sweeps_topic_that_would_lose_sweeps_keeps_the_exporter_unready_saying_why(
+    bootstrap: str, tmp_path: Path, partitions: int, policy: str, problem: str
+) -> None:
+    topics = create_topics(bootstrap)
+    wrong = f"{topics.sweeps}-wrong"
+    create_topic(bootstrap, wrong, partitions, cleanup_policy=policy)
+    exporter = ExporterProcess(bootstrap, topics, tmp_path / "exporter.log", sweeps_topic=wrong)
+    try:
+        _until(lambda: problem in exporter.readiness()[1], seconds=60)
+        assert exporter.readiness()[0] == 503
+        assert exporter.process.poll() is None, "it retries with backoff, it does not exit"
+    finally:
+        assert exporter.stop() == 0

@@ -628,8 +628,9 @@ def _http_status(url: str) -> int:
 def test_the_exporter_is_ready_once_the_store_caught_up_and_not_after_it_stopped(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Exporter.run with the fakes in place of aiokafka's clients (and no connection probe)."""
-    settings = Settings(metrics_host="127.0.0.1", metrics_port=0)
+    """Exporter.run with the fakes in place of aiokafka's clients (and no connection probe);
+    each instance sweeping alone, as the fakes have no admin client to make a sweeps topic."""
+    settings = Settings(metrics_host="127.0.0.1", metrics_port=0, share_sweeps=False)
     broker = FakeBroker()
     for topic in (settings.answers_topic, settings.verdicts_topic, settings.dlq_topic):
         broker.create_topic(topic, 1)
@@ -678,6 +679,50 @@ def test_the_exporter_is_ready_once_the_store_caught_up_and_not_after_it_stopped
     assert any(0 < chunks < 12 and (ready, value) == (False, 0.0) for ready, value, chunks in seen)
     assert (state.ready, gauge()) == (False, 0.0), "not ready once stopped"
     assert broker.committed(settings.group_id) == {TopicPartition(settings.answers_topic, 0): 1}
+
+
+def test_sigterm_while_shared_sweeps_wait_for_the_broker_ends_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Found by the chaos test: the broker stopped just after the store was loaded, while the
+    sweeps topic was being made, and SIGTERM then waited for ever (the run never got to the
+    loop that watches for it). Here the sweeps topic never comes."""
+    settings = Settings(metrics_host="127.0.0.1", metrics_port=0)
+    broker = FakeBroker()
+    for topic in (settings.answers_topic, settings.verdicts_topic, settings.dlq_topic):
+        broker.create_topic(topic, 1)
+    broker.create_topic(settings.chunks_topic, 1)
+    broker.create_topic(settings.control_topic, 1)
+    waiting = asyncio.Event()
+
+    async def broker_away(_: Settings, topic: str) -> None:
+        waiting.set()
+        await asyncio.Event().wait()
+
+    async def no_problem(_: Settings) -> None:
+        return None
+
+    def make_consumer(_: Settings, role: str, group_id: str | None = None) -> FakeConsumer:
+        return FakeConsumer(broker, group_id=group_id)
+
+    monkeypatch.setattr(runtime, "make_consumer", make_consumer)
+    monkeypatch.setattr(runtime, "make_producer", lambda _: FakeProducer(broker))
+    monkeypatch.setattr(runtime, "diagnose", no_problem)
+    monkeypatch.setattr(runtime, "prepare_sweeps_topic", broker_away)
+    monkeypatch.setattr(runtime, "SHUTDOWN_GRACE_SECONDS", 0.01)
+    exporter = runtime.Exporter(settings)
+
+    async def scenario() -> bool:
+        stop = asyncio.Event()
+        running = asyncio.create_task(exporter.run(stop))
+        assert await _until(waiting.is_set)
+        stop.set()
+        done, _ = await asyncio.wait({running}, timeout=5)  # a bound on a hang, not a timing
+        if not done:
+            running.cancel()
+        return bool(done)
+
+    assert asyncio.run(scenario()), "the run ends once stopped"
 
 
 # -- the control topic -------------------------------------------------------------------------

@@ -154,6 +154,21 @@ def test_a_part_moves_forward_only_and_a_handover_counts_each_citation_once() ->
     assert book.counts("s1", {1}) == {}  # what the owner of partition 1 alone reports
 
 
+def test_an_instance_s_progress_is_the_mean_of_its_partitions_parts() -> None:
+    book = SweepBook()
+    assert book.progress("s1", {0}) is None, "no such sweep"
+    book.apply(SweepRecord("s1", "re-index", 10.0, 3))
+    assert book.progress("s1", set()) is None, "owning none of its partitions"
+    assert book.progress("s1", {0, 1}) == 0.0
+    book.apply(_part(40))  # partition 0: 40 of 100
+    assert book.progress("s1", {0, 1}) == 0.2
+    book.apply(PartitionProgress("s1", 1, 0, 0, 0, True, {}, "c"))  # empty, and done
+    assert book.progress("s1", {0, 1}) == 0.7
+    assert book.progress("s1", {0, 1, 7}) == 0.7, "a partition the sweep does not cover"
+    book.apply(_part(100, done=True))
+    assert book.progress("s1", {0, 1}) == 1.0
+
+
 def test_a_sweep_s_first_record_stands_and_sweeps_run_in_the_topic_s_order() -> None:
     """The topic's order, the same in every instance's book, not the times records claim
     (found by review: a forged far-future time stayed the latest sweep for good)."""

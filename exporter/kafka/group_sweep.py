@@ -395,6 +395,9 @@ class GroupSweeper:
         state = self._metrics.state
         owned = self._owned()
         state.sweep_partitions = self.book.states(latest.sweep_id, owned)
+        progress = self.book.progress(latest.sweep_id, owned)
+        if progress is not None:
+            state.sweep_progress = progress
         completed_at = self.book.completed_at(latest.sweep_id)
         if completed_at is not None:
             state.last_sweep = SweepResult(

@@ -19,6 +19,7 @@ import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.errors import KafkaError
@@ -38,6 +39,7 @@ from exporter.kafka.diagnose import diagnose
 from exporter.kafka.group_sweep import GroupSweeper, ProgressFollower, RequestListener
 from exporter.kafka.publish import Publisher
 from exporter.kafka.sweep_progress import MAX_SWEEP_ID_CHARS, SweepBook
+from exporter.kafka.sweeps_topic import prepare_sweeps_topic
 from exporter.kafka.topic_sweep import SweepRunner
 from exporter.memory import freeze_long_lived
 from exporter.outputs.state import ExporterState
@@ -58,6 +60,7 @@ _MAX_BACKOFF_SECONDS = 30.0
 SHUTDOWN_GRACE_SECONDS = 10.0
 # How often a running exporter checks that the broker can still be used.
 CONNECTION_CHECK_SECONDS = 30.0
+_T = TypeVar("_T")
 # The same problem is logged again after this long (a reminder during a long outage).
 _PROBLEM_REMINDER_SECONDS = 300.0
 
@@ -76,12 +79,12 @@ def _clients(
     settings: Settings,
 ) -> tuple[AIOKafkaProducer, AIOKafkaConsumer, AIOKafkaConsumer, AIOKafkaConsumer, _Shared | None]:
     """The service's clients: the producer and the chunk, answer and control consumers, and
-    those of a sweep the group shares when ``sweeps_topic`` is set (its control consumer is in
-    no group then: every instance reads every request)."""
+    those of a sweep the group shares unless ``share_sweeps`` is off (its control consumer is
+    in no group then: every instance reads every request)."""
     producer = make_producer(settings)
     chunks = make_consumer(settings, "chunks")
     answers = make_consumer(settings, "answers", group_id=settings.group_id)
-    shared = settings.sweeps_topic is not None
+    shared = settings.shared_sweeps_topic is not None
     control = make_consumer(
         settings, "control", group_id=None if shared else f"{settings.group_id}.control"
     )
@@ -217,12 +220,16 @@ class Exporter:
             watch.arm()
             for client in (answer_consumer, control_consumer):
                 await client.start()
+            reindex: Callable[[str], Awaitable[None]] | None
             if sharing is None:
                 reindex = self._instance_sweeps(
                     control_consumer, sweeps, publisher, background, stop
                 )
             else:
-                reindex = await self._share_sweeps(sharing, pipeline, publisher, background, stop)
+                shared = self._share_sweeps(sharing, pipeline, publisher, background, stop)
+                reindex = await self._unless_stopped(shared, stop, "shared sweeps not set up")
+                if reindex is None:
+                    return
             background.append(
                 asyncio.create_task(self._watch_reindex(watch, reindex, stop), name="re-index")
             )
@@ -335,7 +342,7 @@ class Exporter:
         background: list[asyncio.Task[None]],
         stop: asyncio.Event,
     ) -> Callable[[str], Awaitable[None]]:
-        """Sweeps each instance runs alone over the whole archive (no ``sweeps_topic``): a
+        """Sweeps each instance runs alone over the whole archive (``share_sweeps`` off): a
         control request is taken by one instance of the group. Returns how a re-index asks
         for a sweep."""
         control = ControlListener(
@@ -357,12 +364,13 @@ class Exporter:
         background: list[asyncio.Task[None]],
         stop: asyncio.Event,
     ) -> Callable[[str], Awaitable[None]]:
-        """Sweeps the group shares through ``sweeps_topic``: its progress read to the end
-        (what the group knew before this instance), then followed; every request read; this
-        instance's partitions swept. Returns how a re-index asks for a sweep."""
+        """Sweeps the group shares through its sweeps topic (created if missing): its progress
+        read to the end (what the group knew before this instance), then followed; every
+        request read; this instance's partitions swept. Returns how a re-index asks for one."""
         settings = self.settings
-        assert settings.sweeps_topic is not None
-        sweeps_topic, answers_topic = settings.sweeps_topic, settings.answers_topic
+        sweeps_topic, answers_topic = settings.shared_sweeps_topic, settings.answers_topic
+        assert sweeps_topic is not None
+        await prepare_sweeps_topic(settings, sweeps_topic)
         producer = clients.producer
         await clients.progress.start()
 
@@ -483,12 +491,18 @@ class Exporter:
                 await backoff.wait(stop, f"verdicts not delivered, batch will be re-checked: {exc}")
 
     @staticmethod
-    async def _unless_stopped(work: Awaitable[object], stop: asyncio.Event) -> None:
-        """``work``, given SHUTDOWN_GRACE_SECONDS to finish once ``stop`` is set, then cancelled.
+    async def _unless_stopped(
+        work: Awaitable[_T],
+        stop: asyncio.Event,
+        left: str = "the batch in hand is left to be checked again",
+    ) -> _T | None:
+        """``work``, given SHUTDOWN_GRACE_SECONDS to finish once ``stop`` is set, then cancelled
+        (None then, and ``left`` logged).
 
         A poll blocks without a timeout while the consumer group has no coordinator (a broker
-        outage at the wrong moment): SIGTERM must still end the process. A batch in hand
-        normally finishes and is committed; one cut short is checked again (at least once).
+        outage at the wrong moment), and setting up shared sweeps waits for the broker: SIGTERM
+        must still end the process. A batch in hand normally finishes and is committed; one cut
+        short is checked again (at least once).
         """
         task = asyncio.ensure_future(work)
         stopping = asyncio.ensure_future(stop.wait())
@@ -500,11 +514,12 @@ class Exporter:
             stopping.cancel()
             if not task.done():
                 task.cancel()
-                log.warning("stopping: the batch in hand is left to be checked again")
+                log.warning("stopping: %s", left)
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-        if not task.cancelled():
-            task.result()  # its errors are the caller's (a KafkaError is retried)
+        if task.cancelled():
+            return None
+        return task.result()  # its errors are the caller's (a KafkaError is retried)
 
 
 class _Backoff:

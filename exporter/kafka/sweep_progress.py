@@ -319,6 +319,24 @@ class SweepBook:
             states[state] += 1
         return states
 
+    def progress(self, sweep_id: str, partitions: set[int]) -> float | None:
+        """Of ``partitions`` (an instance's own) in the sweep, the mean share checked: a
+        pending part 0 (its range is unknown until its first owner starts it), a done one 1.
+        None when the sweep is unknown or covers none of them."""
+        sweep = self._sweeps.get(sweep_id)
+        covered = [p for p in partitions if sweep is not None and p < sweep.partitions]
+        if not covered:
+            return None
+        shares = []
+        for partition in covered:
+            part = self._parts.get((sweep_id, partition))
+            if part is None or part.done:
+                shares.append(0.0 if part is None else 1.0)
+            else:
+                span = part.target - part.start
+                shares.append((part.position - part.start) / span if span else 1.0)
+        return sum(shares) / len(shares)
+
     def counts(self, sweep_id: str, partitions: set[int]) -> dict[str, int]:
         """Citations checked so far by status, over ``partitions`` (an instance's own)."""
         counts: dict[str, int] = {}

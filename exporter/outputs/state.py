@@ -119,7 +119,8 @@ class StateCollector(Collector):
         yield _gauge("citation_sweep_in_progress", "1 while a sweep runs.", state.sweep_running)
         yield _gauge(
             "citation_sweep_progress_ratio",
-            "Share of the archive the running sweep has checked (0-1).",
+            "Share of the archive the running sweep has checked (0-1); of this instance's "
+            "partitions of the latest sweep when the group shares sweeps.",
             state.sweep_progress,
         )
         partitions = GaugeMetricFamily(
