@@ -139,7 +139,7 @@ def _check_batch(
             for checked in outcome.checked:
                 verdict = checked.verdict
                 index = checked.index if verdict.status is Status.INVALID else None
-                verdicts.append(verdict_json(verdict, line=number, index=index))
+                verdicts.append(verdict_json(verdict, checked.evidence, line=number, index=index))
         if job.write_coverage and outcome.coverage is not None:
             coverage.append(verdict_json(outcome.coverage, line=number))
         if _drawing is not None:

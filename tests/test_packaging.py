@@ -266,6 +266,13 @@ def test_the_wheel_carries_the_license_and_the_links(
 
 
 @pytest.mark.slow
+def test_the_wheel_carries_the_report_s_template(distributions: dict[str, Path]) -> None:
+    """Package data, not code: without it, every --report fails where the package is installed."""
+    with zipfile.ZipFile(distributions["wheel"]) as wheel:
+        assert "exporter/outputs/templates/sweep_report.html.j2" in wheel.namelist()
+
+
+@pytest.mark.slow
 def test_the_sdist_carries_the_license(distributions: dict[str, Path]) -> None:
     with tarfile.open(distributions["sdist"]) as sdist:
         [license_member] = [m for m in sdist.getmembers() if m.name.endswith("/LICENSE")]

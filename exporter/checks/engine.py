@@ -55,6 +55,9 @@ class Policy:
     # share of judgeable citations whose claim and evidence are kept for the entailment
     # judge: judge_sample_rate behind the response, 1.0 in a sweep drawing its sample
     judge_rate: float = 0.0
+    # keep, for a drifted citation, its quote, what its span holds now and where the quote was
+    # found (bounded): what a sweep's report shows as examples, written into its verdicts
+    keep_evidence: bool = False
 
     def __post_init__(self) -> None:
         try:

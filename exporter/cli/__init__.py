@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from exporter import __version__
-from exporter.cli import demo, produce, run, simulate, sweep
+from exporter.cli import demo, produce, report, run, simulate, sweep
 from exporter.cli.common import EXIT_CODES, EXIT_INTERNAL, EXIT_USAGE, UsageError
 from exporter.memory import tune_collector
 
@@ -24,6 +24,7 @@ __all__ = ["main"]
 
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "sweep": sweep.run,
+    "report": report.run,
     "demo": demo.run,
     "run": run.run,
     "produce": produce.run,
@@ -42,7 +43,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (sweep, demo, run, produce, simulate):
+    for module in (sweep, report, demo, run, produce, simulate):
         module.add_parser(commands)
     return parser
 

@@ -34,6 +34,7 @@ from exporter.cli.common import (
     timestamp,
     topics,
 )
+from exporter.cli.report import add_report_options, audit_assumptions, write_report
 from exporter.defaults import DEFAULT_HIGH_SEVERITY_TOPICS, DEFAULT_THRESHOLD
 from exporter.errors import SettingsError
 from exporter.file_sweep import CoverageOutputError, load_store, run_sweep
@@ -118,6 +119,13 @@ def add_parser(commands: Any) -> None:
         "--out", metavar="FILE", help="write verdicts as JSONL here (.gz compresses, - is stdout)"
     )
     sweep.add_argument(
+        "--report",
+        metavar="FILE",
+        help="write the sweep's HTML report here: one self-contained page (no script, nothing "
+        "fetched) with the gate's verdict, counts per status, reason and source, the shift "
+        "chart with its clusters and examples, superseded documents, coverage, entailment",
+    )
+    sweep.add_argument(
         "--coverage-out",
         metavar="FILE",
         help="write one coverage verdict per answer event that carried its sentences here "
@@ -177,6 +185,7 @@ def add_parser(commands: Any) -> None:
         help="pass the gate when no valid citation was read (by default that is exit 2: an "
         "empty or entirely broken archive is far more often a wrong or truncated file)",
     )
+    add_report_options(sweep)
     add_limit_options(sweep)
 
 
@@ -512,6 +521,7 @@ def run(args: argparse.Namespace) -> int:
         classifier=classifier,
         coverage=not args.no_coverage,
         judge_rate=0.0 if judging is None else 1.0,
+        keep_evidence=True,  # for the report's examples, and the verdicts' evidence
     )
     sample: StratifiedSample[PackedCandidate] | None = (
         None if judging is None else StratifiedSample(judging.size, judging.seed)
@@ -524,6 +534,7 @@ def run(args: argparse.Namespace) -> int:
             "CITATION_EXPORTER_JUDGE_SWEEP_SAMPLE)"
         )
     jobs = _jobs(args.jobs)
+    audit = audit_assumptions(args)  # refused before the sweep, not after it
     summary = SweepSummary(coverage_judged=not args.no_coverage)
     with workdir or nullcontext(), ExitStack() as outputs:
         _refuse_overwriting(args, chunks, citations)
@@ -574,6 +585,18 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"{option} {where}: {exc}") from None
         if judging is not None and sample is not None:
             _judge(judging, sample, store, summary, judge_out)
+        if args.report:
+            label = "the built-in example" if args.example else f"{chunks} and {citations}"
+            write_report(
+                "--report",
+                args.report,
+                summary,
+                [chunks, citations],
+                label,
+                fail_above=args.fail_above,
+                allow_empty=args.allow_empty,
+                assumptions=audit,
+            )
     _report(args, summary)
     missing = summary.missing_input()
     if missing is not None and not args.allow_empty:

@@ -30,6 +30,7 @@ __all__ = ["run"]
 
 _DEFAULT_MASTER = "local[*]"
 _IN_PROCESS_ONLY = (
+    ("--report", "report"),  # on Spark: write --out, then `citation-exporter report` on it
     ("--coverage-out", "coverage_out"),
     ("--judge-out", "judge_out"),
     ("--judge", "judge"),
@@ -147,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
         high_severity_topics=args.high_severity_topics,
         limits=limits_from(args),
         coverage=False,
+        keep_evidence=True,  # as the in-process sweep writes its verdicts
     )
     with workdir or nullcontext():
         _refuse_overwriting(args, chunks, citations)

@@ -7,21 +7,19 @@ systematic cause (a tight cluster) or many (scattered shifts).
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from exporter.checks.coverage import CoverageStatus, CoverageVerdict
+from exporter.checks.evidence import Evidence
 from exporter.checks.verdict import Status, Verdict
 from exporter.outputs.entailment_report import EntailmentSummary
+from exporter.outputs.report_details import ReportDetails
+from exporter.outputs.shifts import SHIFT_BOUNDS, ShiftCluster, histogram, shift_clusters
 from exporter.pipeline.outcome import Outcome
 
 __all__ = ["SHIFT_BOUNDS", "CoverageSummary", "ShiftCluster", "SweepSummary", "shift_clusters"]
-
-# Signed, symmetric bucket bounds: fine near 0, up to several thousand characters either way.
-_POSITIVE = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
-SHIFT_BOUNDS: tuple[int, ...] = (*(-b for b in reversed(_POSITIVE)), 0, *_POSITIVE)
 
 _BAR_WIDTH = 40
 _MAX_ERRORS_KEPT = 20
@@ -41,65 +39,6 @@ def _shown_topic(topic: str) -> str:
     cut = topic[:_TOPIC_SHOWN]
     shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in cut)
     return shown + ("..." if len(topic) > _TOPIC_SHOWN else "")
-
-
-@dataclass(frozen=True, slots=True)
-class ShiftCluster:
-    """Shifts that lie close together; ``share`` is of all repaired drift with a known shift."""
-
-    center: int
-    low: int
-    high: int
-    count: int
-    share: float
-
-
-def shift_clusters(
-    shifts: Counter[int], *, top: int = 3, min_share: float = 0.05
-) -> list[ShiftCluster]:
-    """Group shift values whose neighbours are within 2% (at least 4 characters) of each other."""
-    total = sum(shifts.values())
-    if not total:
-        return []
-    groups: list[list[int]] = []
-    for value in sorted(shifts):
-        if groups and value - groups[-1][-1] <= max(4, abs(value) // 50):
-            groups[-1].append(value)
-        else:
-            groups.append([value])
-    clusters = []
-    for group in groups:
-        count = sum(shifts[v] for v in group)
-        running, center = 0, group[0]
-        for value in group:  # weighted median
-            running += shifts[value]
-            if running * 2 >= count:
-                center = value
-                break
-        clusters.append(ShiftCluster(center, group[0], group[-1], count, count / total))
-    clusters.sort(key=lambda c: c.count, reverse=True)
-    return [c for c in clusters[:top] if c.share >= min_share]
-
-
-def _bucket_label(index: int) -> str:
-    """Label of bucket ``index`` of SHIFT_BOUNDS plus the two open ends."""
-    bounds = SHIFT_BOUNDS
-    if index == 0:
-        return f"< {bounds[0]}"
-    if index == len(bounds):
-        return f">= {bounds[-1]}"
-    low, high = bounds[index - 1], bounds[index]
-    return str(low) if high - low == 1 else f"[{low}, {high})"
-
-
-def _histogram(shifts: Counter[int]) -> list[tuple[str, int]]:
-    counts = [0] * (len(SHIFT_BOUNDS) + 1)
-    for value, count in shifts.items():
-        counts[bisect_right(SHIFT_BOUNDS, value)] += count
-    used = [i for i, c in enumerate(counts) if c]
-    if not used:
-        return []
-    return [(_bucket_label(i), counts[i]) for i in range(used[0], used[-1] + 1)]
 
 
 @dataclass
@@ -124,9 +63,9 @@ class CoverageSummary:
         if verdict.uncited:
             self.uncited += len(verdict.uncited)
             self.answers_uncited += 1
-            self._count_topic(verdict.topic or "", len(verdict.uncited))
+            self.count_topic(verdict.topic or "", len(verdict.uncited))
 
-    def _count_topic(self, topic: str, count: int) -> None:
+    def count_topic(self, topic: str, count: int) -> None:
         if topic not in self.uncited_topics and len(self.uncited_topics) >= _MAX_TOPICS_KEPT:
             topic = _OTHER_TOPIC
         self.uncited_topics[topic] += count
@@ -139,7 +78,7 @@ class CoverageSummary:
         self.invalid += other.invalid
         self.answers_uncited += other.answers_uncited
         for topic, count in other.uncited_topics.items():
-            self._count_topic(topic, count)
+            self.count_topic(topic, count)
 
     @property
     def judged(self) -> bool:
@@ -210,10 +149,13 @@ class SweepSummary:
     chunks_loaded: int = 0
     documents_loaded: int = 0
     elapsed_seconds: float = 0.0
+    # per source, superseded documents and drift examples, for the HTML report
+    details: ReportDetails = field(default_factory=ReportDetails)
 
-    def add(self, verdict: Verdict) -> None:
+    def add(self, verdict: Verdict, evidence: Evidence | None = None) -> None:
         status = verdict.status
         self.statuses[status] += 1
+        self.details.add(verdict, evidence)
         if status is Status.OK:
             return
         if verdict.reason is not None:
@@ -231,7 +173,7 @@ class SweepSummary:
         at ``where``."""
         for checked in outcome.checked:
             verdict = checked.verdict
-            self.add(verdict)
+            self.add(verdict, checked.evidence)
             if verdict.status is Status.INVALID:
                 at = where if checked.index is None else f"{where} citation #{checked.index}"
                 self.note_error(f"{at}: {verdict.error}")
@@ -249,6 +191,7 @@ class SweepSummary:
         self.shifts.update(other.shifts)
         self.unknown_shifts += other.unknown_shifts
         self.coverage.merge(other.coverage)
+        self.details.merge(other.details)
         self.invalid_chunk_records += other.invalid_chunk_records
         for message in other.errors:
             self.note_error(message)
@@ -313,7 +256,7 @@ class SweepSummary:
             "shift": {
                 "known": sum(self.shifts.values()),
                 "unknown": self.unknown_shifts,
-                "histogram": [{"bucket": b, "count": c} for b, c in _histogram(self.shifts)],
+                "histogram": [{"bucket": b, "count": c} for b, c in histogram(self.shifts)],
                 "clusters": [
                     {
                         "center": c.center,
@@ -367,15 +310,15 @@ class SweepSummary:
             lines += ["", "  reasons:"]
             for (status_name, reason), count in self.reasons.most_common():
                 lines.append(f"    {status_name:<18}{reason:<18}{count:>10,}")
-        histogram = _histogram(self.shifts)
-        if histogram:
-            peak = max(c for _, c in histogram)
+        buckets = histogram(self.shifts)
+        if buckets:
+            peak = max(c for _, c in buckets)
             lines += [
                 "",
                 "  shift of repaired drift (characters; where the quote is now minus "
                 "where the span points):",
             ]
-            for label, count in histogram:
+            for label, count in buckets:
                 bar = "#" * max(1 if count else 0, round(count / peak * _BAR_WIDTH))
                 lines.append(f"    {label:>16} | {bar:<{_BAR_WIDTH}} {count:,}")
             if self.unknown_shifts:

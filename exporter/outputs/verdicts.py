@@ -11,6 +11,7 @@ import orjson
 
 from exporter.checks.coverage import CoverageVerdict
 from exporter.checks.entailment import EntailmentAction, Judgement
+from exporter.checks.evidence import Evidence
 from exporter.checks.verdict import Verdict
 
 __all__ = [
@@ -81,8 +82,11 @@ def verdict_key(verdict: Verdict | CoverageVerdict) -> bytes:
     return (verdict.citation_id or "").encode()
 
 
-def verdict_record(verdict: Verdict, **where: Any) -> dict[str, Any]:
-    """The verdict as a JSON-ready dict; ``where`` adds provenance (file, line, offset...)."""
+def verdict_record(
+    verdict: Verdict, evidence: Evidence | None = None, **where: Any
+) -> dict[str, Any]:
+    """The verdict as a JSON-ready dict; ``where`` adds provenance (file, line, offset...);
+    ``evidence``, when kept, what a drifted citation's quote and spans hold."""
     repair = verdict.repair
     record: dict[str, Any] = {
         "citation_id": verdict.citation_id,
@@ -95,6 +99,7 @@ def verdict_record(verdict: Verdict, **where: Any) -> dict[str, Any]:
         "recorded_version": verdict.recorded_version,
         "live_version": verdict.live_version,
         "action": verdict.action,
+        "source": verdict.source,
         "repair": None
         if repair is None
         else {
@@ -107,11 +112,19 @@ def verdict_record(verdict: Verdict, **where: Any) -> dict[str, Any]:
     }
     if verdict.error is not None:
         record["error"] = verdict.error
+    if evidence is not None:
+        record["evidence"] = {
+            "quote": evidence.quote,
+            "recorded": evidence.recorded,
+            "found": evidence.found,
+        }
     record.update(where)
     return record
 
 
-def verdict_json(verdict: Verdict | CoverageVerdict, **where: Any) -> bytes:
+def verdict_json(
+    verdict: Verdict | CoverageVerdict, evidence: Evidence | None = None, **where: Any
+) -> bytes:
     """One JSONL line (with its newline).
 
     orjson writes integers of 64 bits at most; the decoder bounds every offset well below that,
@@ -121,7 +134,7 @@ def verdict_json(verdict: Verdict | CoverageVerdict, **where: Any) -> bytes:
     if isinstance(verdict, CoverageVerdict):
         record = coverage_record(verdict, **where)
     else:
-        record = verdict_record(verdict, **where)
+        record = verdict_record(verdict, evidence, **where)
     try:
         return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
     except TypeError:

@@ -20,6 +20,7 @@ from exporter.checks.coverage import (
 )
 from exporter.checks.engine import Policy, check_or_report, invalid_verdict
 from exporter.checks.entailment import CLAIM_CHARS_KEPT, kept_claim
+from exporter.checks.evidence import drift_evidence
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status, Verdict
 from exporter.pipeline.outcome import (
@@ -247,7 +248,12 @@ def _check(  # noqa: PLR0917 - the private body of check_message, called once
                     if judge_rate and _sampled(judge_rate, origin, index)
                     else None
                 )
-                checked.append(CheckedCitation(outcome, position, seconds, judge_input))
+                evidence = (
+                    drift_evidence(item, outcome, store)
+                    if policy.keep_evidence and outcome.is_drift
+                    else None
+                )
+                checked.append(CheckedCitation(outcome, position, seconds, judge_input, evidence))
         else:
             assert isinstance(item, InvalidCitation)
             invalid.append(item)

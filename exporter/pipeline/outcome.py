@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from exporter.checks.coverage import CoverageVerdict
+from exporter.checks.evidence import Evidence
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status, Verdict
 from exporter.records.schema import InvalidCitation
@@ -124,6 +125,7 @@ class CheckedCitation:
     index: int | None = None
     seconds: float = 0.0
     judge_input: JudgeInput | None = None  # only when the policy asks (a judging sweep)
+    evidence: Evidence | None = None  # only when the policy asks, and only for drift
 
 
 @dataclass(slots=True)

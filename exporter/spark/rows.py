@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from exporter.checks.engine import Policy, check_or_report, invalid_verdict
+from exporter.checks.evidence import Evidence, drift_evidence
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status, Verdict
 from exporter.outputs.verdicts import verdict_json
@@ -148,7 +149,9 @@ def chunk_record(row: Row) -> Chunk | ChunkDeletion:
     )
 
 
-def verdict_row(line: int, position: int | None, verdict: Verdict) -> Row:
+def verdict_row(
+    line: int, position: int | None, verdict: Verdict, evidence: Evidence | None = None
+) -> Row:
     """A citation's verdict as a row, its JSON line written as the in-process sweep writes it
     (with ``index`` for an invalid citation only)."""
     invalid = verdict.status is Status.INVALID
@@ -167,7 +170,7 @@ def verdict_row(line: int, position: int | None, verdict: Verdict) -> Row:
         "repair_method": None if repair is None else repair.method,
         "shift": None if repair is None else repair.shift,
         "error": verdict.error,
-        "verdict": verdict_json(verdict, line=line, index=index).decode()[:-1],
+        "verdict": verdict_json(verdict, evidence, line=line, index=index).decode()[:-1],
     }
 
 
@@ -252,4 +255,7 @@ class DocumentChecker:
         position = row["position"]
         outcome = check_or_report(citation, self._store, self._policy, position)
         verdict = invalid_verdict(outcome) if isinstance(outcome, InvalidCitation) else outcome
-        return verdict_row(row["line"], position, verdict)
+        evidence = None
+        if self._policy.keep_evidence and verdict.is_drift:
+            evidence = drift_evidence(citation, verdict, self._store)
+        return verdict_row(row["line"], position, verdict, evidence)

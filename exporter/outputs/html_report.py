@@ -1,0 +1,283 @@
+"""The sweep report as one self-contained HTML page: the gate's verdict, counts, the shift
+chart with its clusters explained, examples, superseded documents, coverage, entailment, and
+the arithmetic of a hand audit against the sweep.
+
+The page is rendered by Jinja2 (autoescaping on: a quote holding ``<script>`` shows as text)
+from a view computed here, so that every number it shows is the summary's, and testable
+without reading HTML. No script, no stylesheet or font from elsewhere: it opens offline, and
+as a CI artifact.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import jinja2
+import markupsafe
+
+from exporter import __version__
+from exporter.checks.verdict import Status
+from exporter.outputs.report import SweepSummary
+from exporter.outputs.report_details import NO_SOURCE, Example
+from exporter.outputs.shift_chart import chart_bars, cluster_letter, shift_chart_svg
+from exporter.outputs.shifts import ShiftCluster, shift_bucket, shift_clusters
+
+__all__ = ["AuditAssumptions", "render_report", "report_view"]
+
+# sources shown in the table, the most drifted first
+_SOURCES_SHOWN = 50
+# differing text compared for highlighting: the evidence is cut at 300 characters already
+_NEAR_ZERO = 4
+# words, runs of white space, and single other characters: what a highlight marks
+_WORDS = re.compile(r"\w+|\s+|[^\w\s]")
+
+
+@dataclass(frozen=True, slots=True)
+class AuditAssumptions:
+    """What a weekly hand audit reads and catches (the report's defaults, each an option)."""
+
+    answers_per_week: int = 50
+    citations_per_answer: float = 2.6
+    catch_rate: float = 0.25  # of near-topic mismatches, a reviewer notices about a quarter
+    minutes_per_citation: float = 1.0
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("exporter", "outputs/templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def explain_cluster(cluster: ShiftCluster, letter: str) -> str:
+    """One sentence on what a cluster of shifts likely means."""
+    size = f"{cluster.count:,} citations ({cluster.share:.0%} of repaired drift with a shift)"
+    where = f"between {cluster.low:+d} and {cluster.high:+d}"
+    if abs(cluster.center) <= _NEAR_ZERO:
+        cause = (
+            "moved by a few characters at most: a change of whitespace, quotes or "
+            "normalisation rather than of structure"
+        )
+    elif cluster.center > 0:
+        cause = (
+            f"moved {cluster.center:+d} characters: text was added before them (a parser that "
+            "now keeps a heading or boilerplate, a chunker with a new overlap)"
+        )
+    else:
+        cause = (
+            f"moved {cluster.center:+d} characters: text before them was dropped (a parser "
+            "that strips more, a chunker that cuts elsewhere)"
+        )
+    systematic = " One cause explains most of the drift." if cluster.share >= 0.5 else ""
+    return f"Cluster {letter}: {size} {cause}; {where}.{systematic}"
+
+
+def _segments(text: str | None, other: str | None) -> list[tuple[str, bool]]:
+    """``text`` split into (piece, differs from ``other``) for highlighting, word by word (a
+    character diff of two unrelated sentences lights up every other letter)."""
+    if text is None:
+        return []
+    if other is None:
+        return [(text, False)]
+    words, others = _WORDS.findall(text), _WORDS.findall(other)
+    matcher = difflib.SequenceMatcher(None, words, others, autojunk=False)
+    pieces: list[tuple[str, bool]] = []
+    for tag, i1, i2, _j1, _j2 in matcher.get_opcodes():
+        if i1 < i2:
+            pieces.append(("".join(words[i1:i2]), tag != "equal"))
+    return pieces
+
+
+def _example_view(example: Example) -> dict[str, Any]:
+    evidence = example.evidence
+    quote = evidence.quote if evidence else None
+    recorded = evidence.recorded if evidence else None
+    found = evidence.found if evidence else None
+    return {
+        "citation_id": example.citation_id,
+        "doc_id": example.doc_id,
+        "status": example.status,
+        "reason": example.reason,
+        "action": example.action,
+        "shift": example.shift,
+        "method": example.method,
+        "has_evidence": evidence is not None,
+        "quote": _segments(quote, recorded),
+        "recorded": _segments(recorded, quote),
+        "recorded_missing": evidence is not None and recorded is None,
+        "found": _segments(found, quote),
+        "found_missing": evidence is not None and found is None,
+    }
+
+
+def _cluster_examples(summary: SweepSummary, cluster: ShiftCluster) -> list[Example]:
+    buckets = range(shift_bucket(cluster.low), shift_bucket(cluster.high) + 1)
+    examples = [
+        example
+        for bucket in buckets
+        for example in summary.details.examples.get(f"shift {bucket}", [])
+        if example.shift is not None and cluster.low <= example.shift <= cluster.high
+    ]
+    return sorted(examples, key=lambda e: e.key)[:5]
+
+
+def _sources(summary: SweepSummary) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for source, counts in summary.details.by_source.items():
+        citations = sum(counts.values())
+        valid = citations - counts[Status.INVALID.value]
+        drift = counts[Status.DRIFT_REPAIRED.value] + counts[Status.DRIFT_UNREPAIRED.value]
+        superseded = counts[Status.SUPERSEDED.value]
+        rows.append(
+            {
+                "source": source,
+                "unnamed": source == NO_SOURCE,
+                "citations": citations,
+                "drift": drift,
+                "drift_ratio": drift / valid if valid else 0.0,
+                "superseded": superseded,
+                "superseded_ratio": superseded / valid if valid else 0.0,
+                "missing": counts[Status.DOCUMENT_MISSING.value],
+                "invalid": counts[Status.INVALID.value],
+            }
+        )
+    rows.sort(key=lambda row: (-row["drift_ratio"], -row["citations"], row["source"]))
+    return rows[:_SOURCES_SHOWN]
+
+
+def _audit(summary: SweepSummary, assumptions: AuditAssumptions) -> dict[str, Any]:
+    read = assumptions.answers_per_week * assumptions.citations_per_answer
+    drifted = read * summary.drift_ratio
+    return {
+        "answers_per_week": assumptions.answers_per_week,
+        "citations_per_answer": assumptions.citations_per_answer,
+        "catch_rate": assumptions.catch_rate,
+        "minutes_per_citation": assumptions.minutes_per_citation,
+        "citations_read": read,
+        "drifted_read": drifted,
+        "flagged": drifted * assumptions.catch_rate,
+        "reviewer_hours": read * assumptions.minutes_per_citation / 60,
+        "weeks_to_read_archive": summary.valid / read if read else 0.0,
+        "sweep_citations": summary.citations,
+        "sweep_drift": summary.drift,
+        "sweep_seconds": summary.elapsed_seconds,
+    }
+
+
+def report_view(
+    summary: SweepSummary,
+    *,
+    fail_above: float | None,
+    allow_empty: bool = True,
+    assumptions: AuditAssumptions | None = None,
+    title: str = "Citation sweep report",
+    inputs: str = "",
+    generated_at: datetime | None = None,
+    from_verdicts: bool = False,
+    unreadable: int = 0,
+) -> dict[str, Any]:
+    """Everything the page shows, as numbers and texts (the template only lays them out).
+    ``from_verdicts``: drawn from verdict files (no store: no document counts, and no
+    missing-input verdict); ``unreadable`` of their lines were no verdicts."""
+    clusters = shift_clusters(summary.shifts)
+    bars = chart_bars(summary.shifts, clusters)
+    data = summary.to_json(fail_above if fail_above is not None else 1.0, allow_empty)
+    statuses = [
+        {
+            "status": status.value,
+            "count": summary.statuses[status],
+            "share": summary.statuses[status] / summary.citations if summary.citations else 0.0,
+        }
+        for status in Status
+    ]
+    unrepaired = sorted(
+        (
+            (group.removeprefix("unrepaired "), examples)
+            for group, examples in summary.details.examples.items()
+            if group.startswith("unrepaired ")
+        ),
+        key=lambda item: -summary.reasons[(Status.DRIFT_UNREPAIRED.value, item[0])],
+    )
+    details = summary.details
+    superseded = sorted(details.superseded.items(), key=lambda item: (-item[1].citations, item[0]))
+    return {
+        "title": title,
+        "inputs": inputs,
+        "version": __version__,
+        "generated_at": (generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC"),
+        "gated": fail_above is not None,
+        "passed": data["passed"],
+        "missing_input": None if from_verdicts else summary.missing_input(),
+        "from_verdicts": from_verdicts,
+        "unreadable": unreadable,
+        "fail_above": fail_above,
+        "drift_ratio": summary.drift_ratio,
+        "superseded_ratio": summary.superseded_ratio,
+        "citations": summary.citations,
+        "valid": summary.valid,
+        "drift": summary.drift,
+        "documents": summary.documents_loaded,
+        "chunks": summary.chunks_loaded,
+        "elapsed_seconds": summary.elapsed_seconds,
+        "statuses": statuses,
+        "reasons": [
+            {"status": status, "reason": reason, "count": count}
+            for (status, reason), count in summary.reasons.most_common()
+        ],
+        "sources": _sources(summary),
+        "sources_total": len(details.by_source),
+        # made by shift_chart_svg, which escapes every text it writes into the SVG
+        "chart": markupsafe.Markup(shift_chart_svg(bars)),
+        "bars": bars,
+        "known_shifts": sum(summary.shifts.values()),
+        "unknown_shifts": summary.unknown_shifts,
+        "clusters": [
+            {
+                "letter": cluster_letter(i),
+                "center": cluster.center,
+                "low": cluster.low,
+                "high": cluster.high,
+                "count": cluster.count,
+                "share": cluster.share,
+                "sentence": explain_cluster(cluster, cluster_letter(i)),
+                "examples": [_example_view(e) for e in _cluster_examples(summary, cluster)],
+            }
+            for i, cluster in enumerate(clusters)
+        ],
+        "unrepaired": [
+            {
+                "reason": reason,
+                "count": summary.reasons[(Status.DRIFT_UNREPAIRED.value, reason)],
+                "examples": [_example_view(e) for e in examples],
+            }
+            for reason, examples in unrepaired
+        ],
+        "superseded": [
+            {
+                "doc_id": doc_id,
+                "live_version": document.live_version,
+                "citations": document.citations,
+                "recorded_versions": document.recorded_versions.most_common(),
+            }
+            for doc_id, document in superseded
+        ],
+        "superseded_unlisted_citations": details.superseded_unlisted_citations,
+        "coverage": data["coverage"] if summary.coverage.judged else None,
+        "entailment": data["entailment"],
+        "audit": _audit(summary, assumptions or AuditAssumptions()),
+        "errors": summary.errors,
+        "invalid_chunk_records": summary.invalid_chunk_records,
+    }
+
+
+def render_report(summary: SweepSummary, **options: Any) -> str:
+    """The page, from a summary (options as :func:`report_view` takes them)."""
+    template = _environment().get_template("sweep_report.html.j2")
+    return template.render(report_view(summary, **options))

@@ -1,0 +1,162 @@
+"""What a sweep's HTML report shows beyond the summary's counts: counts per source, the
+superseded documents, and examples of drift. Gathered as verdicts arrive, in bounded memory
+whatever the archive's size, and mergeable (a sweep's worker processes each gather their
+batches', merged in input order), so the report of a sweep and the report of its verdict file
+are the same.
+
+Examples are a bottom-k sample: per group (a shift bucket of repaired drift, a reason of
+unrepaired drift), the EXAMPLES_PER_GROUP verdicts whose citation id hashes lowest. That keeps
+the same examples however the work was split, and picks them without reading the archive twice.
+"""
+
+from __future__ import annotations
+
+import zlib
+from bisect import insort
+from collections import Counter
+from dataclasses import dataclass, field
+
+from exporter.checks.evidence import Evidence
+from exporter.checks.verdict import Status, Verdict
+from exporter.outputs.shifts import shift_bucket
+
+__all__ = [
+    "EXAMPLES_PER_GROUP",
+    "Example",
+    "ReportDetails",
+    "SupersededDocument",
+    "example_group",
+]
+
+EXAMPLES_PER_GROUP = 5
+# sources counted one by one; an archive's further sources are counted as "other"
+MAX_SOURCES = 50
+OTHER_SOURCE = "other"
+NO_SOURCE = "(no source)"
+# superseded documents listed one by one; further ones only counted
+MAX_SUPERSEDED_DOCUMENTS = 200
+# versions of one document listed; a document cited at more versions only counts them
+MAX_VERSIONS_LISTED = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    """One drifted citation, as the report shows it."""
+
+    key: int  # the bottom-k order (a hash of the citation id)
+    citation_id: str | None
+    doc_id: str | None
+    status: str
+    reason: str | None
+    action: str
+    shift: int | None
+    method: str | None
+    evidence: Evidence | None
+
+
+@dataclass(slots=True)
+class SupersededDocument:
+    """A document cited at versions that are no longer live."""
+
+    live_version: str | None
+    citations: int = 0
+    recorded_versions: Counter[str] = field(default_factory=Counter)
+
+    def add(self, recorded: str | None, count: int = 1) -> None:
+        self.citations += count
+        version = recorded or "(none)"
+        if version in self.recorded_versions or len(self.recorded_versions) < MAX_VERSIONS_LISTED:
+            self.recorded_versions[version] += count
+
+
+def example_group(verdict: Verdict) -> str | None:
+    """The example group of a verdict: ``shift <bucket>`` for repaired drift (``shift
+    unknown`` without one), ``unrepaired <reason>``; None for a verdict that is no example."""
+    if verdict.status is Status.DRIFT_REPAIRED:
+        repair = verdict.repair
+        if repair is None or repair.shift is None:
+            return "shift unknown"
+        return f"shift {shift_bucket(repair.shift)}"
+    if verdict.status is Status.DRIFT_UNREPAIRED:
+        return f"unrepaired {verdict.reason or 'unknown'}"
+    return None
+
+
+def _key(verdict: Verdict) -> int:
+    text = f"{verdict.citation_id}\x00{verdict.doc_id}"
+    return zlib.crc32(text.encode("utf-8", "surrogatepass"))
+
+
+@dataclass
+class ReportDetails:
+    """Counts per source, superseded documents, and examples, each bounded."""
+
+    by_source: dict[str, Counter[str]] = field(default_factory=dict)
+    superseded: dict[str, SupersededDocument] = field(default_factory=dict)
+    superseded_unlisted_citations: int = 0  # of documents past MAX_SUPERSEDED_DOCUMENTS
+    examples: dict[str, list[Example]] = field(default_factory=dict)
+
+    def add(self, verdict: Verdict, evidence: Evidence | None = None) -> None:
+        self._count_source(verdict.source, verdict.status.value)
+        if verdict.status is Status.OK:
+            return
+        if verdict.status is Status.SUPERSEDED:
+            self._supersede(verdict.doc_id or "", verdict.live_version, verdict.recorded_version)
+        group = example_group(verdict)
+        if group is not None:
+            repair = verdict.repair
+            self._offer(
+                group,
+                Example(
+                    _key(verdict),
+                    verdict.citation_id,
+                    verdict.doc_id,
+                    verdict.status.value,
+                    verdict.reason,
+                    verdict.action.value,
+                    None if repair is None else repair.shift,
+                    None if repair is None else repair.method,
+                    evidence,
+                ),
+            )
+
+    def _count_source(self, source: str | None, status: str, count: int = 1) -> None:
+        name = source or NO_SOURCE
+        if name not in self.by_source and len(self.by_source) >= MAX_SOURCES:
+            name = OTHER_SOURCE
+        self.by_source.setdefault(name, Counter())[status] += count
+
+    def _supersede(
+        self, doc_id: str, live: str | None, recorded: str | None, count: int = 1
+    ) -> None:
+        document = self.superseded.get(doc_id)
+        if document is None:
+            if len(self.superseded) >= MAX_SUPERSEDED_DOCUMENTS:
+                self.superseded_unlisted_citations += count
+                return
+            document = self.superseded[doc_id] = SupersededDocument(live)
+        document.add(recorded, count)
+
+    def _offer(self, group: str, example: Example) -> None:
+        kept = self.examples.setdefault(group, [])
+        if len(kept) < EXAMPLES_PER_GROUP:
+            insort(kept, example, key=lambda e: e.key)
+        elif example.key < kept[-1].key:
+            kept.pop()
+            insort(kept, example, key=lambda e: e.key)
+
+    def merge(self, other: ReportDetails) -> None:
+        """Add another part's details (a later batch of the same sweep)."""
+        for source, counts in other.by_source.items():
+            for status, count in counts.items():
+                self._count_source(source, status, count)
+        for doc_id, document in other.superseded.items():
+            for version, count in document.recorded_versions.items():
+                self._supersede(doc_id, document.live_version, version, count)
+            unlisted = document.citations - sum(document.recorded_versions.values())
+            if unlisted and doc_id in self.superseded:
+                self.superseded[doc_id].citations += unlisted
+        self.superseded_unlisted_citations += other.superseded_unlisted_citations
+        for group, examples in other.examples.items():
+            for example in examples:
+                self._offer(group, example)

@@ -1,0 +1,126 @@
+"""Verdict files read back, for a report drawn from an earlier sweep's output.
+
+A verdict file is an input like any other here: it may be another version's, truncated, edited
+by hand or made to hurt. Each record is checked for the fields a report uses, of the types and
+values a sweep writes; every text kept is cut short; a record that is not one is refused with
+one short reason, and the caller counts it and goes on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from exporter.checks.evidence import EVIDENCE_CHARS, Evidence
+from exporter.checks.verdict import Action, Repair, Status, Verdict
+from exporter.outputs.report import CoverageSummary
+
+__all__ = ["add_coverage_record", "verdict_from_record"]
+
+# an id, a version, a reason or a source is kept up to this many characters
+_TEXT_KEPT = 500
+_MAX_OFFSET = 2**53 - 1
+_STATUSES = {status.value: status for status in Status}
+_ACTIONS = {action.value: action for action in Action}
+
+
+def _text(record: dict[str, Any], name: str, required: bool = False) -> str | None:
+    value = record.get(name)
+    if value is None and not required:
+        return None
+    if type(value) is not str:
+        raise ValueError(f"'{name}' is not a string")
+    return value[:_TEXT_KEPT]
+
+
+def _integer(value: object, name: str, low: int = -_MAX_OFFSET) -> int:
+    if type(value) is not int or not low <= value <= _MAX_OFFSET:
+        raise ValueError(f"'{name}' is not an integer in range")
+    return value
+
+
+def _repair(value: object) -> Repair | None:
+    if value is None:
+        return None
+    if type(value) is not dict:
+        raise ValueError("'repair' is not an object")
+    span = value.get("chunk_span")
+    if type(span) is not list or len(span) != 2:
+        raise ValueError("'repair.chunk_span' is not [start, end]")
+    shift = value.get("shift")
+    similarity = value.get("similarity")
+    if type(similarity) is not int and type(similarity) is not float:
+        raise ValueError("'repair.similarity' is not a number")
+    method = _text(value, "method", required=True)
+    chunk_id = _text(value, "chunk_id", required=True)
+    assert method is not None and chunk_id is not None
+    return Repair(
+        chunk_id,
+        _integer(span[0], "repair.chunk_span", 0),
+        _integer(span[1], "repair.chunk_span", 0),
+        float(similarity),
+        method,
+        None if shift is None else _integer(shift, "repair.shift"),
+    )
+
+
+def _evidence(value: object) -> Evidence | None:
+    if value is None:
+        return None
+    if type(value) is not dict:
+        raise ValueError("'evidence' is not an object")
+    texts = []
+    for name in ("quote", "recorded", "found"):
+        text = value.get(name)
+        if text is not None and type(text) is not str:
+            raise ValueError(f"'evidence.{name}' is not a string")
+        texts.append(None if text is None else text[:EVIDENCE_CHARS])
+    return Evidence(texts[0] or "", texts[1], texts[2])
+
+
+def verdict_from_record(record: object) -> tuple[Verdict, Evidence | None]:
+    """A citation verdict record (as :func:`~exporter.outputs.verdicts.verdict_record` writes
+    it) as a Verdict and its evidence; ValueError says what is wrong with it."""
+    if type(record) is not dict:
+        raise ValueError("not a JSON object")
+    status_value, action_value = record.get("status"), record.get("action")
+    status = _STATUSES.get(status_value) if type(status_value) is str else None
+    if status is None:
+        raise ValueError("'status' is not a verdict status")
+    action = _ACTIONS.get(action_value) if type(action_value) is str else None
+    if action is None:
+        raise ValueError("'action' is not a verdict action")
+    verdict = Verdict(
+        _text(record, "citation_id"),
+        _text(record, "answer_id"),
+        _text(record, "doc_id"),
+        status,
+        action,
+        reason=_text(record, "reason"),
+        recorded_version=_text(record, "recorded_version"),
+        live_version=_text(record, "live_version"),
+        repair=_repair(record.get("repair")),
+        source=_text(record, "source"),
+        error=_text(record, "error"),
+    )
+    return verdict, _evidence(record.get("evidence"))
+
+
+def add_coverage_record(coverage: CoverageSummary, record: dict[str, Any]) -> None:
+    """Count a coverage verdict record (``"check": "coverage"``) into ``coverage``."""
+    if record.get("status") == "invalid":
+        coverage.invalid += 1
+        return
+    lists = {}
+    for name in ("claims", "framing", "uncited"):
+        value = record.get(name)
+        if type(value) is not list:
+            raise ValueError(f"'{name}' is not a list")
+        lists[name] = len(value)
+    coverage.answers += 1
+    coverage.claims += lists["claims"]
+    coverage.framing += lists["framing"]
+    if lists["uncited"]:
+        coverage.uncited += lists["uncited"]
+        coverage.answers_uncited += 1
+        topic = record.get("topic")
+        coverage.count_topic(topic[:_TEXT_KEPT] if type(topic) is str else "", lists["uncited"])

@@ -1,0 +1,271 @@
+"""The sweep's HTML report: its numbers are the summary's, its chart's bars the histogram's, its
+examples escaped; drawn from a sweep or from the sweep's verdict file alike; hostile verdict
+files refused line by line."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import random
+from collections import Counter
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from exporter.checks.evidence import Evidence
+from exporter.checks.verdict import Action, Repair, Status, Verdict
+from exporter.cli import main
+from exporter.outputs.report import SweepSummary
+from exporter.outputs.report_details import (
+    EXAMPLES_PER_GROUP,
+    MAX_SOURCES,
+    MAX_SUPERSEDED_DOCUMENTS,
+    ReportDetails,
+)
+from exporter.outputs.shift_chart import chart_bars, shift_chart_svg
+from exporter.outputs.shifts import histogram, shift_clusters
+from exporter.outputs.verdict_reader import verdict_from_record
+from exporter.simulate.files import write_scenario
+from exporter.simulate.scenario import ScenarioConfig, build_scenario
+
+
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    config = ScenarioConfig(seed=31, answers=1500, invalid_lines=3)
+    return write_scenario(build_scenario(config), tmp_path_factory.mktemp("report"))
+
+
+class Page(HTMLParser):
+    """The elements of a page by id, the attributes of its chart's bars and of its table rows,
+    every tag, and its text."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.by_id: dict[str, dict[str, str | None]] = {}
+        self.bars: list[dict[str, str | None]] = []
+        self.tags: Counter[str] = Counter()
+        self.rows: dict[str, str | None] = {}
+        self.texts: list[str] = []
+        self._status: str | None = None
+        self.feed(html)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags[tag] += 1
+        attributes = dict(attrs)
+        if "id" in attributes and attributes["id"] is not None:
+            self.by_id[attributes["id"]] = attributes
+        if tag == "rect" and "bar" in (attributes.get("class") or ""):
+            self.bars.append(attributes)
+        if tag == "tr" and attributes.get("data-status"):
+            self._status = attributes["data-status"]
+        if tag == "td" and self._status and "data-count" in attributes:
+            self.rows[self._status] = attributes["data-count"]
+            self._status = None
+
+    def handle_data(self, data: str) -> None:
+        self.texts.append(data)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.texts)
+
+
+def _sweep_with_report(scenario: dict[str, Path], tmp_path: Path) -> tuple[Page, dict[str, Any]]:
+    report, summary = tmp_path / "sweep.html", tmp_path / "summary.json"
+    verdicts = tmp_path / "verdicts.jsonl.gz"
+    args = ["sweep", "--chunks", str(scenario["chunks"]), "--citations", str(scenario["citations"])]
+    args += ["--no-progress", "--format", "json", "--report", str(report), "--out", str(verdicts)]
+    args += ["--judge-sample", "0", "--fail-above", "0.5"]
+    captured = io.StringIO()
+    with contextlib.redirect_stdout(captured):
+        assert main(args) == 0
+    summary.write_text(captured.getvalue())
+    return Page(report.read_text()), orjson.loads(captured.getvalue())
+
+
+def test_the_page_shows_the_summary_s_numbers_and_the_histogram_s_bars(
+    scenario: dict[str, Path], tmp_path: Path
+) -> None:
+    page, summary = _sweep_with_report(scenario, tmp_path)
+    assert float(page.by_id["drift-ratio"]["data-value"] or "nan") == summary["drift_ratio"]
+    assert (
+        float(page.by_id["superseded-ratio"]["data-value"] or "nan") == summary["superseded_ratio"]
+    )
+    assert {status: int(count or -1) for status, count in page.rows.items()} == summary["statuses"]
+    bars = [(bar["data-bucket"], int(bar["data-count"] or -1)) for bar in page.bars]
+    histogram_ = [(b["bucket"], b["count"]) for b in summary["shift"]["histogram"]]
+    assert bars == histogram_ and bars, "one bar per bucket, the same counts"
+    assert "Gate passed" in page.text
+    for cluster in summary["shift"]["clusters"]:
+        assert f"shift {cluster['center']:+d}" in page.text
+    # the page needs nothing from elsewhere: no script, no external reference
+    assert page.tags["script"] == 0 and page.tags["link"] == 0 and page.tags["img"] == 0
+
+
+def test_the_report_of_the_verdict_file_is_the_report_of_the_sweep(
+    scenario: dict[str, Path], tmp_path: Path
+) -> None:
+    swept, _ = _sweep_with_report(scenario, tmp_path)
+    redrawn = tmp_path / "redrawn.html"
+    verdicts = str(tmp_path / "verdicts.jsonl.gz")
+    assert main(["report", verdicts, "--out", str(redrawn), "--fail-above", "0.5"]) == 0
+    page = Page(redrawn.read_text())
+    assert page.rows == swept.rows
+    assert page.bars == swept.bars
+    assert page.by_id["drift-ratio"] == swept.by_id["drift-ratio"]
+    clusters_and_examples = ("Shift of repaired drift", "Superseded documents")
+    assert _between(page.text, *clusters_and_examples) == _between(
+        swept.text, *clusters_and_examples
+    ), "the same clusters and examples, from the evidence the verdicts keep"
+    assert "stored quote" in _between(page.text, *clusters_and_examples)
+    assert main(["report", verdicts, "--out", str(redrawn), "--fail-above", "0.0001"]) == 1
+
+
+def _between(text: str, start: str, end: str) -> str:
+    return text[text.index(start) : text.index(end)]
+
+
+def _drifted(citation_id: str, quote: str, shift: int | None = 40, source: str = "s") -> Verdict:
+    repair = None if shift is None else Repair("c#1", 10, 20, 95.0, "exact", shift)
+    status = Status.DRIFT_REPAIRED if shift is not None else Status.DRIFT_UNREPAIRED
+    return Verdict(
+        citation_id,
+        "a",
+        "d",
+        status,
+        Action.REWRITE_OFFSETS if repair else Action.DEGRADE_TO_DOCUMENT,
+        reason="quote_mismatch" if repair else "quote_not_found",
+        repair=repair,
+        source=source,
+    )
+
+
+def test_a_quote_holding_markup_shows_as_text(tmp_path: Path) -> None:
+    summary = SweepSummary()
+    hostile = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+    summary.add(_drifted("c1", hostile), Evidence(hostile, "</dd><script>", hostile))
+    summary.add(_drifted("c2", "q", shift=None, source="<b>src</b>"), Evidence("q", None, None))
+    from exporter.outputs.html_report import render_report
+
+    html = render_report(summary, fail_above=0.01)
+    page = Page(html)
+    assert page.tags["script"] == 0 and page.tags["img"] == 0 and page.tags["b"] == 0
+    assert hostile in page.text and "<b>src</b>" in page.text
+
+
+def test_the_chart_has_a_bar_per_bucket_and_marks_the_clusters() -> None:
+    shifts = Counter({40: 300, 41: 50, -3: 20, 900: 5})
+    clusters = shift_clusters(shifts)
+    bars = chart_bars(shifts, clusters)
+    assert [(bar.label, bar.count) for bar in bars] == histogram(shifts)
+    marked = {bar.label: bar.clusters for bar in bars if bar.clusters}
+    assert marked["[32, 64)"] == ("A",)
+    svg = shift_chart_svg(bars)
+    assert svg.count('class="bar') == len(bars) and svg.startswith("<svg")
+    assert shift_chart_svg([]) == ""
+
+
+def test_details_stay_bounded_whatever_the_archive_holds() -> None:
+    details = ReportDetails()
+    for i in range(20_000):
+        verdict = Verdict(
+            f"c{i}",
+            "a",
+            f"doc{i}",
+            Status.SUPERSEDED if i % 2 else Status.DRIFT_UNREPAIRED,
+            Action.PIN_ARCHIVED_VERSION,
+            reason="quote_not_found",
+            recorded_version=f"v{i}",
+            live_version="live",
+            source=f"source-{i}",
+        )
+        details.add(verdict, Evidence("q" * 300, None, None))
+    assert len(details.by_source) == MAX_SOURCES + 1  # and "other"
+    assert sum(sum(c.values()) for c in details.by_source.values()) == 20_000
+    assert len(details.superseded) == MAX_SUPERSEDED_DOCUMENTS
+    listed = sum(d.citations for d in details.superseded.values())
+    assert listed + details.superseded_unlisted_citations == 10_000
+    assert all(len(kept) <= EXAMPLES_PER_GROUP for kept in details.examples.values())
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 400), st.integers(0, 2**32))
+def test_details_merged_from_parts_are_the_details_of_the_whole(cut: int, seed: int) -> None:
+    rng = random.Random(seed)
+    verdicts = [
+        _drifted(f"c{i}", "q", shift=rng.choice([None, 3, 40, 41, -500]), source=f"s{i % 7}")
+        for i in range(400)
+    ]
+    whole = ReportDetails()
+    for verdict in verdicts:
+        whole.add(verdict)
+    first, second = ReportDetails(), ReportDetails()
+    for verdict in verdicts[:cut]:
+        first.add(verdict)
+    for verdict in verdicts[cut:]:
+        second.add(verdict)
+    first.merge(second)
+    assert first.by_source == whole.by_source
+    assert first.examples == whole.examples
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=6)
+    ),
+    max_leaves=20,
+)
+verdict_like = st.fixed_dictionaries(
+    {
+        "status": st.sampled_from([s.value for s in Status]) | json_values,
+        "action": st.sampled_from([a.value for a in Action]) | json_values,
+    },
+    optional={
+        "repair": json_values
+        | st.fixed_dictionaries(
+            {"chunk_id": json_values, "chunk_span": json_values, "similarity": json_values}
+        ),
+        "evidence": json_values,
+        "citation_id": json_values,
+        "source": json_values,
+    },
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values | verdict_like)
+def test_any_json_is_a_verdict_or_a_value_error(record: Any) -> None:
+    try:
+        verdict, _ = verdict_from_record(record)
+    except ValueError:
+        return
+    assert isinstance(verdict, Verdict)
+
+
+def test_a_hostile_verdict_file_is_reported_line_by_line(tmp_path: Path) -> None:
+    good = {"citation_id": "c", "doc_id": "d", "status": "ok", "action": "keep"}
+    lines = [
+        orjson.dumps(good),
+        b"{not json",
+        b'{"status": ["ok"], "action": "keep"}',
+        b"[" * 100_000 + b"]" * 100_000,
+        orjson.dumps({**good, "evidence": {"quote": 7}}),
+        b"x" * 2_000_000,
+        orjson.dumps(good),
+    ]
+    path = tmp_path / "hostile.jsonl.gz"
+    with gzip.open(path, "wb") as out:
+        out.write(b"\n".join(lines) + b"\n")
+    html = tmp_path / "hostile.html"
+    assert main(["report", str(path), "--out", str(html)]) == 0
+    page = Page(html.read_text())
+    assert page.rows["ok"] == "2"
+    assert page.by_id["unreadable"] is not None and "5" in page.text
+    assert f"{path}:2: not a verdict" in page.text
