@@ -30,7 +30,7 @@ from exporter.outputs.report_details import (
 )
 from exporter.outputs.shift_chart import chart_bars, shift_chart_svg
 from exporter.outputs.shifts import histogram, shift_clusters
-from exporter.outputs.verdict_reader import verdict_from_record
+from exporter.outputs.verdict_reader import JudgedRecords, verdict_from_record
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
 
@@ -127,8 +127,34 @@ def test_the_report_of_the_verdict_file_is_the_report_of_the_sweep(
     assert main(["report", verdicts, "--out", str(redrawn), "--fail-above", "0.0001"]) == 1
 
 
+def test_a_report_from_the_three_outputs_shows_coverage_and_the_judged_sample(
+    scenario: dict[str, Path], tmp_path: Path
+) -> None:
+    outputs = [tmp_path / name for name in ("v.jsonl.gz", "c.jsonl", "j.jsonl.gz")]
+    args = ["sweep", "--chunks", str(scenario["chunks"]), "--citations", str(scenario["citations"])]
+    args += ["--no-progress", "--format", "json", "--judge-sample", "300"]
+    for option, path in zip(("--out", "--coverage-out", "--judge-out"), outputs, strict=True):
+        args += [option, str(path)]
+    captured = io.StringIO()
+    with contextlib.redirect_stdout(captured):
+        main(args)
+    summary = orjson.loads(captured.getvalue())
+    page_path = tmp_path / "all.html"
+    assert main(["report", *map(str, reversed(outputs)), "--out", str(page_path)]) == 0
+    page = Page(page_path.read_text())
+    assert page.by_id["uncited"] is not None
+    assert f"{summary['coverage']['uncited']:,}" in _between(page.text, "Coverage", "topic")
+    judged = summary["entailment"]
+    assert f"{judged['sampled']:,} citations judged by {judged['judge']}" in page.text
+    for result, count in judged["results"].items():
+        if count:
+            assert f"{result} {count:,}" in _between(page.text, "judged by", "claim family")
+
+
 def _between(text: str, start: str, end: str) -> str:
-    return text[text.index(start) : text.index(end)]
+    """From the first ``start`` to the first ``end`` after it."""
+    first = text.index(start)
+    return text[first : text.index(end, first)]
 
 
 def _drifted(citation_id: str, quote: str, shift: int | None = 40, source: str = "s") -> Verdict:
@@ -269,3 +295,15 @@ def test_a_hostile_verdict_file_is_reported_line_by_line(tmp_path: Path) -> None
     assert page.rows["ok"] == "2"
     assert page.by_id["unreadable"] is not None and "5" in page.text
     assert f"{path}:2: not a verdict" in page.text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.sampled_from(["stratum", "entailment", "x"]), json_values))
+def test_any_judged_record_is_counted_or_a_value_error(record: dict[str, Any]) -> None:
+    judged = JudgedRecords()
+    try:
+        judged.add(record)
+    except ValueError:
+        assert judged.to_json() is None, "a refused record counts nothing"
+        return
+    assert judged.to_json() is not None

@@ -18,8 +18,9 @@ from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
 
 
-def test_demo_pages_at_the_chunk_size_change_and_not_at_the_refresh() -> None:
+def test_demo_pages_at_the_chunk_size_change_and_not_at_the_refresh(tmp_path: Path) -> None:
     port = free_port()
+    report = tmp_path / "demo.html"
     scraped: list[bytes] = []
 
     def scrape_once_running() -> None:
@@ -45,6 +46,8 @@ def test_demo_pages_at_the_chunk_size_change_and_not_at_the_refresh() -> None:
             "1500",
             "--metrics-port",
             str(port),
+            "--report",
+            str(report),
         ],
         capture_output=True,
         text=True,
@@ -70,6 +73,10 @@ def test_demo_pages_at_the_chunk_size_change_and_not_at_the_refresh() -> None:
     assert re.search(r"uncited ratio +\d\.\d\d%   [\d,]+ claims without a citation", done.stdout)
     assert scraped and b"citation_checks_total" in scraped[0]
     assert b"citation_entailment_checks_total" in scraped[0]
+    # the report of what it ran: the chunk-size change's cluster, with examples
+    page = report.read_text()
+    assert "Citation drift demo report" in page and "<svg" in page
+    assert "Cluster A:" in page and "stored quote" in page and "<script" not in page
 
 
 @pytest.fixture

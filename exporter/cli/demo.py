@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from typing import TYPE_CHECKING, Any
@@ -53,6 +54,11 @@ def add_parser(commands: Any) -> None:
     )
     demo.add_argument(
         "--serve", action="store_true", help="keep serving /metrics after the demo, until Ctrl-C"
+    )
+    demo.add_argument(
+        "--report",
+        metavar="FILE",
+        help="write the HTML report of what the demo ran here (as sweep --report writes one)",
     )
     _add_judge_options(demo)
 
@@ -137,6 +143,15 @@ def _model_judge(settings: Settings) -> tuple[JudgeThread, str] | None:
     return thread, f"{settings.judge_model} at {settings.judge_base_url}"
 
 
+def _refuse_unwritable(path: str) -> None:
+    """Say before the demo, not after it, that its report cannot be written there."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"--report {path}: {folder} is not a folder this user can write in")
+    if os.path.isdir(path):
+        raise UsageError(f"--report {path}: is a folder")
+
+
 def run(args: argparse.Namespace) -> int:
     from prometheus_client import disable_created_metrics  # noqa: PLC0415
 
@@ -146,10 +161,12 @@ def run(args: argparse.Namespace) -> int:
     from exporter.pipeline.demo_entailment import DemoEntailment  # noqa: PLC0415
 
     settings = _settings(args)
+    if args.report:
+        _refuse_unwritable(args.report)
     model = _model_judge(settings)
     disable_created_metrics()  # type: ignore[no-untyped-call]
     try:
-        exporter = OfflineExporter(settings)
+        exporter = OfflineExporter(settings, keep_evidence=args.report is not None)
         exporter.http.start()
     except OSError as exc:
         raise UsageError(f"cannot serve metrics on port {args.metrics_port}: {exc}") from None
@@ -185,6 +202,19 @@ def run(args: argparse.Namespace) -> int:
             "uncited, never dropped."
             "\nNext: citation-exporter sweep --help, and the README's 'The streaming exporter'."
         )
+        if args.report:
+            from exporter.cli.report import write_report  # noqa: PLC0415 - Jinja2 when asked
+
+            write_report(
+                "--report",
+                args.report,
+                summary,
+                [],
+                "the demo's simulated traffic, all phases",
+                fail_above=None,
+                title="Citation drift demo report",
+            )
+            print(f"report: {args.report}")
         if args.serve:
             print(f"serving {url} until Ctrl-C")
             signal.sigwait({signal.SIGTERM, signal.SIGINT})

@@ -6,6 +6,7 @@ empty and ready at once, outcomes are recorded as the replay or the demo hands t
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from exporter.checks.store import ChunkStore
@@ -24,12 +25,14 @@ class OfflineExporter:
     Raises OSError when the metrics port cannot be bound.
     """
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, keep_evidence: bool = False) -> None:
+        """``keep_evidence``: drifted citations keep their quote and spans (for a report)."""
         store = ChunkStore()
         self.state = ExporterState(ready=True, store=store)
         exposed = expose(settings, self.state, [settings.chunks_topic, settings.answers_topic])
         self.registry, self.metrics, self.http = exposed.registry, exposed.metrics, exposed.http
-        self.pipeline = Pipeline(store, settings.policy, publish_all=settings.publish_all_verdicts)
+        policy = dataclasses.replace(settings.policy, keep_evidence=keep_evidence)
+        self.pipeline = Pipeline(store, policy, publish_all=settings.publish_all_verdicts)
 
     def record(self, outcomes: Sequence[Outcome]) -> None:
         self.metrics.record(outcomes)

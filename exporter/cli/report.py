@@ -10,7 +10,11 @@ from typing import Any
 from exporter.cli.common import EXIT_CODES, EXIT_GATE_FAILED, EXIT_OK, UsageError, ratio
 from exporter.outputs.html_report import AuditAssumptions, render_report
 from exporter.outputs.report import SweepSummary
-from exporter.outputs.verdict_reader import add_coverage_record, verdict_from_record
+from exporter.outputs.verdict_reader import (
+    JudgedRecords,
+    add_coverage_record,
+    verdict_from_record,
+)
 from exporter.records.decode import InvalidJson, parse_json
 from exporter.records.jsonl import InputError, OutputError, open_input, open_output, read_lines
 from exporter.records.limits import DEFAULT_LIMITS
@@ -21,8 +25,9 @@ EXAMPLES = """\
 examples:
   # the page of a sweep, from its verdict file (and its coverage verdicts, if written)
   citation-exporter sweep --chunks chunks.jsonl.gz --citations citations.jsonl.gz \\
-      --out verdicts.jsonl.gz --coverage-out coverage.jsonl.gz
-  citation-exporter report verdicts.jsonl.gz coverage.jsonl.gz --out sweep.html
+      --out verdicts.jsonl.gz --coverage-out coverage.jsonl.gz --judge-out judged.jsonl.gz
+  citation-exporter report verdicts.jsonl.gz coverage.jsonl.gz judged.jsonl.gz \\
+      --out sweep.html
 
   # or at once, during the sweep (the same page, with its live document counts)
   citation-exporter sweep --example --report sweep.html
@@ -111,7 +116,8 @@ def add_parser(commands: Any) -> None:
         "report",
         help="the sweep's HTML page from verdict files written earlier",
         description="Render the HTML report of a sweep from its verdict file (sweep --out), "
-        "and its coverage verdicts (sweep --coverage-out) when given: counts per status, "
+        "and its coverage verdicts and judged sample (--coverage-out, --judge-out) when "
+        "given: counts per status, "
         "reason and source, the shift chart with its clusters and examples, superseded "
         "documents, coverage, and a hand audit's arithmetic. No chunk store is needed. A "
         "line that is no verdict is counted and named in the page; the rest is reported.",
@@ -134,7 +140,7 @@ def add_parser(commands: Any) -> None:
     add_report_options(report)
 
 
-def _read(paths: list[str], summary: SweepSummary) -> int:
+def _read(paths: list[str], summary: SweepSummary, judged: JudgedRecords) -> int:
     """Every verdict of the files into ``summary``; returns how many lines were none."""
     max_bytes = DEFAULT_LIMITS.max_message_bytes
     unreadable = 0
@@ -146,21 +152,21 @@ def _read(paths: list[str], summary: SweepSummary) -> int:
                     if not isinstance(line, bytes):
                         summary.note_error(f"{where}: {line.describe(max_bytes)}")
                         unreadable += 1
-                    elif not _take(line, where, summary):
+                    elif not _take(line, where, summary, judged):
                         unreadable += 1
         except InputError as exc:
             raise UsageError(str(exc)) from None
     return unreadable
 
 
-def _take(line: bytes, where: str, summary: SweepSummary) -> bool:
+def _take(line: bytes, where: str, summary: SweepSummary, judged: JudgedRecords) -> bool:
     """One line into ``summary``; whether it was a verdict."""
     try:
         record = parse_json(line)
         if type(record) is dict and record.get("check") == "coverage":
             add_coverage_record(summary.coverage, record)
         elif type(record) is dict and record.get("check") == "entailment":
-            return True  # the judged sample is shown by a sweep's own report
+            judged.add(record)
         else:
             verdict, evidence = verdict_from_record(record)
             summary.add(verdict, evidence)
@@ -171,8 +177,8 @@ def _take(line: bytes, where: str, summary: SweepSummary) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    summary = SweepSummary()
-    unreadable = _read(args.verdicts, summary)
+    summary, judged = SweepSummary(), JudgedRecords()
+    unreadable = _read(args.verdicts, summary, judged)
     write_report(
         "--out",
         args.out,
@@ -184,6 +190,7 @@ def run(args: argparse.Namespace) -> int:
         title=args.title,
         from_verdicts=True,
         unreadable=unreadable,
+        judged=judged.to_json(),
     )
     print(
         f"{args.out}: {summary.citations:,} verdicts, drift ratio {summary.drift_ratio:.2%}"

@@ -130,7 +130,8 @@ def _cluster_examples(summary: SweepSummary, cluster: ShiftCluster) -> list[Exam
 
 def _sources(summary: SweepSummary) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
-    for source, counts in summary.details.by_source.items():
+    for named, counts in summary.details.by_source.items():
+        source = NO_SOURCE if named is None else named
         citations = sum(counts.values())
         valid = citations - counts[Status.INVALID.value]
         drift = counts[Status.DRIFT_REPAIRED.value] + counts[Status.DRIFT_UNREPAIRED.value]
@@ -138,7 +139,7 @@ def _sources(summary: SweepSummary) -> list[dict[str, Any]]:
         rows.append(
             {
                 "source": source,
-                "unnamed": source == NO_SOURCE,
+                "unnamed": named is None,
                 "citations": citations,
                 "drift": drift,
                 "drift_ratio": drift / valid if valid else 0.0,
@@ -182,10 +183,12 @@ def report_view(
     generated_at: datetime | None = None,
     from_verdicts: bool = False,
     unreadable: int = 0,
+    judged: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Everything the page shows, as numbers and texts (the template only lays them out).
     ``from_verdicts``: drawn from verdict files (no store: no document counts, and no
-    missing-input verdict); ``unreadable`` of their lines were no verdicts."""
+    missing-input verdict); ``unreadable`` of their lines were no verdicts; ``judged``, the
+    judged sample counted from them (see JudgedRecords), when the summary has none."""
     clusters = shift_clusters(summary.shifts)
     bars = chart_bars(summary.shifts, clusters)
     data = summary.to_json(fail_above if fail_above is not None else 1.0, allow_empty)
@@ -270,7 +273,7 @@ def report_view(
         ],
         "superseded_unlisted_citations": details.superseded_unlisted_citations,
         "coverage": data["coverage"] if summary.coverage.judged else None,
-        "entailment": data["entailment"],
+        "entailment": data["entailment"] or judged,
         "audit": _audit(summary, assumptions or AuditAssumptions()),
         "errors": summary.errors,
         "invalid_chunk_records": summary.invalid_chunk_records,

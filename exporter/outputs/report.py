@@ -155,9 +155,15 @@ class SweepSummary:
     def add(self, verdict: Verdict, evidence: Evidence | None = None) -> None:
         status = verdict.status
         self.statuses[status] += 1
-        self.details.add(verdict, evidence)
+        # the report's counts per source, inline: once per citation of a sweep
+        details = self.details
+        counts = details.by_source.get(verdict.source)
+        if counts is None:
+            counts = details.source(verdict.source)
+        counts[status] += 1
         if status is Status.OK:
             return
+        details.add_failure(verdict, evidence)
         if verdict.reason is not None:
             self.reasons[(status.value, verdict.reason)] += 1
         repair = verdict.repair

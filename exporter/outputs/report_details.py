@@ -91,16 +91,26 @@ def _key(verdict: Verdict) -> int:
 class ReportDetails:
     """Counts per source, superseded documents, and examples, each bounded."""
 
-    by_source: dict[str, Counter[str]] = field(default_factory=dict)
+    # per source (None: no source named), citations per status; "other" past MAX_SOURCES
+    by_source: dict[str | None, Counter[str]] = field(default_factory=dict)
     superseded: dict[str, SupersededDocument] = field(default_factory=dict)
     superseded_unlisted_citations: int = 0  # of documents past MAX_SUPERSEDED_DOCUMENTS
     examples: dict[str, list[Example]] = field(default_factory=dict)
 
     def add(self, verdict: Verdict, evidence: Evidence | None = None) -> None:
-        self._count_source(verdict.source, verdict.status.value)
-        if verdict.status is Status.OK:
-            return
-        if verdict.status is Status.SUPERSEDED:
+        """Count a verdict's source, and keep what the report shows of a failing one."""
+        counts = self.by_source.get(verdict.source)
+        if counts is None:
+            counts = self.source(verdict.source)
+        counts[verdict.status] += 1
+        if verdict.status is not Status.OK:
+            self.add_failure(verdict, evidence)
+
+    def add_failure(self, verdict: Verdict, evidence: Evidence | None = None) -> None:
+        """A verdict that is not ok (its source counted already): superseded documents and
+        drift examples."""
+        status = verdict.status
+        if status is Status.SUPERSEDED:
             self._supersede(verdict.doc_id or "", verdict.live_version, verdict.recorded_version)
         group = example_group(verdict)
         if group is not None:
@@ -120,11 +130,14 @@ class ReportDetails:
                 ),
             )
 
-    def _count_source(self, source: str | None, status: str, count: int = 1) -> None:
-        name = source or NO_SOURCE
-        if name not in self.by_source and len(self.by_source) >= MAX_SOURCES:
-            name = OTHER_SOURCE
-        self.by_source.setdefault(name, Counter())[status] += count
+    def source(self, source: str | None) -> Counter[str]:
+        """The counts of a source not seen yet: its own, or "other" past MAX_SOURCES."""
+        if len(self.by_source) >= MAX_SOURCES:
+            source = OTHER_SOURCE
+        counts = self.by_source.get(source)
+        if counts is None:
+            counts = self.by_source[source] = Counter()
+        return counts
 
     def _supersede(
         self, doc_id: str, live: str | None, recorded: str | None, count: int = 1
@@ -148,8 +161,8 @@ class ReportDetails:
     def merge(self, other: ReportDetails) -> None:
         """Add another part's details (a later batch of the same sweep)."""
         for source, counts in other.by_source.items():
-            for status, count in counts.items():
-                self._count_source(source, status, count)
+            mine = self.by_source.get(source)
+            (self.source(source) if mine is None else mine).update(counts)
         for doc_id, document in other.superseded.items():
             for version, count in document.recorded_versions.items():
                 self._supersede(doc_id, document.live_version, version, count)

@@ -8,19 +8,25 @@ one short reason, and the caller counts it and goes on.
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
+from exporter.checks.entailment import EntailmentResult
 from exporter.checks.evidence import EVIDENCE_CHARS, Evidence
 from exporter.checks.verdict import Action, Repair, Status, Verdict
 from exporter.outputs.report import CoverageSummary
+from exporter.pipeline.sampling import AGE_BANDS, FAMILIES
 
-__all__ = ["add_coverage_record", "verdict_from_record"]
+__all__ = ["JudgedRecords", "add_coverage_record", "verdict_from_record"]
 
 # an id, a version, a reason or a source is kept up to this many characters
 _TEXT_KEPT = 500
 _MAX_OFFSET = 2**53 - 1
 _STATUSES = {status.value: status for status in Status}
 _ACTIONS = {action.value: action for action in Action}
+_RESULTS = tuple(result.value for result in EntailmentResult)
+_JUDGES_KEPT = 5
 
 
 def _text(record: dict[str, Any], name: str, required: bool = False) -> str | None:
@@ -124,3 +130,58 @@ def add_coverage_record(coverage: CoverageSummary, record: dict[str, Any]) -> No
         coverage.answers_uncited += 1
         topic = record.get("topic")
         coverage.count_topic(topic[:_TEXT_KEPT] if type(topic) is str else "", lists["uncited"])
+
+
+@dataclass
+class JudgedRecords:
+    """The judged sample of a sweep, counted from its ``--judge-out`` records (``"check":
+    "entailment"``): per stratum, how many were judged and what came of them. The judgeable
+    totals are not in those records: only a sweep's own report has them."""
+
+    sampled: Counter[tuple[str, str]] = field(default_factory=Counter)
+    results: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    judges: Counter[str] = field(default_factory=Counter)
+
+    def add(self, record: dict[str, Any]) -> None:
+        stratum, entailment = record.get("stratum"), record.get("entailment")
+        if type(stratum) is not dict or type(entailment) is not dict:
+            raise ValueError("'stratum' or 'entailment' is not an object")
+        age, family = stratum.get("age"), stratum.get("family")
+        if age not in AGE_BANDS or family not in FAMILIES:
+            raise ValueError("'stratum' names no stratum of a sweep's sample")
+        result = entailment.get("result")
+        if result not in _RESULTS:
+            raise ValueError("'entailment.result' is not a judge's result")
+        judge = entailment.get("judge")
+        self.sampled[age, family] += 1
+        self.results[age, family, result] += 1
+        if type(judge) is str and (judge in self.judges or len(self.judges) < _JUDGES_KEPT):
+            self.judges[judge[:_TEXT_KEPT]] += 1
+
+    def to_json(self) -> dict[str, Any] | None:
+        """As the report's entailment section reads a summary's (None when nothing was read)."""
+        if not self.sampled:
+            return None
+        results: Counter[str] = Counter()
+        for (_age, _family, result), count in self.results.items():
+            results[result] += count
+        return {
+            "judge": "+".join(sorted(self.judges)) or "unknown",
+            "judgeable": None,
+            "sampled": sum(self.sampled.values()),
+            "results": {r: results[r] for r in _RESULTS if results[r]},
+            "strata": [
+                {
+                    "age": age,
+                    "family": family,
+                    "total": None,
+                    "sampled": count,
+                    "results": {
+                        r: self.results[age, family, r]
+                        for r in _RESULTS
+                        if self.results[age, family, r]
+                    },
+                }
+                for (age, family), count in sorted(self.sampled.items())
+            ],
+        }
