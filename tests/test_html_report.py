@@ -8,6 +8,7 @@ import contextlib
 import gzip
 import io
 import random
+import tracemalloc
 from collections import Counter
 from html.parser import HTMLParser
 from pathlib import Path
@@ -21,6 +22,8 @@ from hypothesis import strategies as st
 from exporter.checks.evidence import Evidence
 from exporter.checks.verdict import Action, Repair, Status, Verdict
 from exporter.cli import main
+from exporter.cli.report import read_verdicts
+from exporter.outputs.html_report import AuditAssumptions, explain_cluster, report_view
 from exporter.outputs.report import SweepSummary
 from exporter.outputs.report_details import (
     EXAMPLES_PER_GROUP,
@@ -29,7 +32,7 @@ from exporter.outputs.report_details import (
     ReportDetails,
 )
 from exporter.outputs.shift_chart import chart_bars, shift_chart_svg
-from exporter.outputs.shifts import histogram, shift_clusters
+from exporter.outputs.shifts import ShiftCluster, histogram, shift_clusters
 from exporter.outputs.verdict_reader import JudgedRecords, verdict_from_record
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
@@ -307,3 +310,81 @@ def test_any_judged_record_is_counted_or_a_value_error(record: dict[str, Any]) -
         assert judged.to_json() is None, "a refused record counts nothing"
         return
     assert judged.to_json() is not None
+
+
+def test_the_hand_audit_is_the_issue_s_arithmetic() -> None:
+    summary = SweepSummary()
+    for i in range(1000):
+        summary.add(_drifted(f"c{i}", "q") if i < 20 else _ok(f"c{i}"))
+    summary.elapsed_seconds = 2.0
+    audit = report_view(summary, fail_above=0.01)["audit"]
+    assert audit["citations_read"] == pytest.approx(50 * 2.6)  # a week's 50 answers
+    assert audit["drifted_read"] == pytest.approx(130 * 0.02)  # at the measured 2%
+    assert audit["flagged"] == pytest.approx(130 * 0.02 * 0.25)  # a reviewer catches a quarter
+    assert audit["reviewer_hours"] == pytest.approx(130 / 60)  # a minute a citation
+    assert audit["weeks_to_read_archive"] == pytest.approx(1000 / 130)
+    assert (audit["sweep_citations"], audit["sweep_drift"]) == (1000, 20)
+    other = AuditAssumptions(answers_per_week=10, citations_per_answer=2.0, catch_rate=0.5)
+    assert report_view(summary, fail_above=None, assumptions=other)["audit"]["flagged"] == (
+        pytest.approx(20 * 0.02 * 0.5)
+    )
+
+
+def _ok(citation_id: str) -> Verdict:
+    return Verdict(citation_id, "a", "d", Status.OK, Action.KEEP, source="s")
+
+
+@pytest.mark.parametrize(
+    ("center", "says"),
+    [(2, "a few characters"), (118, "text was added before them"), (-40, "was dropped")],
+)
+def test_each_cluster_is_explained_by_where_it_lies(center: int, says: str) -> None:
+    cluster = ShiftCluster(center, center - 1, center + 1, 600, 0.6)
+    sentence = explain_cluster(cluster, "A")
+    assert sentence.startswith("Cluster A: 600 citations (60% of repaired drift")
+    assert says in sentence and "One cause explains most of the drift." in sentence
+    assert "One cause" not in explain_cluster(ShiftCluster(9, 8, 10, 10, 0.1), "B")
+
+
+def test_a_verdict_file_of_many_kinds_is_read_in_bounded_memory(tmp_path: Path) -> None:
+    """100,000 verdicts, each of a source and a superseded document of its own, drift in every
+    shift bucket: what the report keeps stays small (the million-verdict figures are in
+    bench/report_bench.py)."""
+    path = tmp_path / "many.jsonl.gz"
+    with gzip.open(path, "wb", compresslevel=1) as out:
+        for i in range(100_000):
+            record: dict[str, Any] = {
+                "citation_id": f"c{i}",
+                "doc_id": f"doc{i}",
+                "source": f"source-{i}",
+                "action": "keep",
+                "status": "ok",
+            }
+            if i % 3 == 1:
+                record |= {"status": "superseded", "action": "pin_archived_version"}
+                record |= {"recorded_version": f"v{i}", "live_version": "live"}
+            elif i % 3 == 2:
+                shift = (i % 20_000) - 10_000
+                record |= {"status": "drift_repaired", "action": "rewrite_offsets"}
+                record["repair"] = {
+                    "chunk_id": "c",
+                    "chunk_span": [0, 1],
+                    "similarity": 100,
+                    "method": "exact",
+                    "shift": shift,
+                }
+                record["evidence"] = {"quote": "q" * 300, "recorded": "r" * 300, "found": None}
+            out.write(orjson.dumps(record) + b"\n")
+    summary = SweepSummary()
+    tracemalloc.start()
+    try:
+        unreadable = read_verdicts([str(path)], summary, JudgedRecords())
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert unreadable == 0 and summary.citations == 100_000
+    details = summary.details
+    assert len(details.by_source) == MAX_SOURCES + 1
+    assert len(details.superseded) == MAX_SUPERSEDED_DOCUMENTS
+    assert sum(len(kept) for kept in details.examples.values()) <= 31 * EXAMPLES_PER_GROUP
+    assert peak < 16 * 2**20, f"{peak / 2**20:.1f} MiB"  # the shifts' counts are most of it

@@ -19,7 +19,14 @@ from exporter.records.decode import InvalidJson, parse_json
 from exporter.records.jsonl import InputError, OutputError, open_input, open_output, read_lines
 from exporter.records.limits import DEFAULT_LIMITS
 
-__all__ = ["add_parser", "add_report_options", "audit_assumptions", "run", "write_report"]
+__all__ = [
+    "add_parser",
+    "add_report_options",
+    "audit_assumptions",
+    "read_verdicts",
+    "run",
+    "write_report",
+]
 
 EXAMPLES = """\
 examples:
@@ -140,7 +147,7 @@ def add_parser(commands: Any) -> None:
     add_report_options(report)
 
 
-def _read(paths: list[str], summary: SweepSummary, judged: JudgedRecords) -> int:
+def read_verdicts(paths: list[str], summary: SweepSummary, judged: JudgedRecords) -> int:
     """Every verdict of the files into ``summary``; returns how many lines were none."""
     max_bytes = DEFAULT_LIMITS.max_message_bytes
     unreadable = 0
@@ -178,7 +185,7 @@ def _take(line: bytes, where: str, summary: SweepSummary, judged: JudgedRecords)
 
 def run(args: argparse.Namespace) -> int:
     summary, judged = SweepSummary(), JudgedRecords()
-    unreadable = _read(args.verdicts, summary, judged)
+    unreadable = read_verdicts(args.verdicts, summary, judged)
     write_report(
         "--out",
         args.out,
