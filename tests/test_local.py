@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import re
 import subprocess
 import sys
@@ -14,6 +15,10 @@ import orjson
 import pytest
 from kafka_support import free_port
 
+from exporter.checks.engine import Policy
+from exporter.checks.store import ChunkStore
+from exporter.pipeline.core import Pipeline
+from exporter.pipeline.demo import run_demo
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
 
@@ -123,3 +128,28 @@ def test_run_source_replays_a_file_through_the_pipeline(
     verdicts = [orjson.loads(line) for line in out.read_bytes().splitlines()]
     assert verdicts and all(v["status"] != "ok" for v in verdicts)
     assert any(v["status"] == "drift_repaired" for v in verdicts), "drift after the re-index"
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(("out", "in_place"), [(Terminal(), True), (io.StringIO(), False)])
+def test_the_demo_redraws_in_place_on_a_terminal_and_appends_when_piped(
+    out: io.StringIO, in_place: bool
+) -> None:
+    run_demo(
+        Pipeline(ChunkStore(), Policy()),
+        out,
+        record=lambda outcomes: None,
+        url="http://127.0.0.1:9877/metrics",
+        chunks_topic="rag.chunks",
+        answers_topic="rag.answers",
+        seconds_per_phase=0.05,
+        answers=90,
+    )
+    shown = out.getvalue()
+    assert ("\x1b[H\x1b[J" in shown) is in_place, "cleared and redrawn only on a terminal"
+    views = [block for block in shown.split("\n\n") if block.lstrip("\x1b[HJ").startswith("phase")]
+    assert in_place or len(views) >= 3, "piped, every view is kept, one after the other"
