@@ -388,3 +388,143 @@ def test_a_verdict_file_of_many_kinds_is_read_in_bounded_memory(tmp_path: Path) 
     assert len(details.superseded) == MAX_SUPERSEDED_DOCUMENTS
     assert sum(len(kept) for kept in details.examples.values()) <= 31 * EXAMPLES_PER_GROUP
     assert peak < 16 * 2**20, f"{peak / 2**20:.1f} MiB"  # the shifts' counts are most of it
+
+
+# -- found by a hostile review (each reproduced here first) -----------------------------------
+
+
+def _write(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.write_bytes(b"".join(orjson.dumps(record) + b"\n" for record in records))
+    return path
+
+
+def _exit(args: list[str]) -> int | str | None:
+    """The command's exit status, a usage error's (SystemExit) included."""
+    try:
+        return main(args)
+    except SystemExit as exc:
+        return exc.code
+
+
+GOOD = {"citation_id": "c", "doc_id": "d", "status": "ok", "action": "keep", "source": "s"}
+
+
+def test_a_title_or_file_name_that_is_not_utf_8_is_shown_not_a_crash(tmp_path: Path) -> None:
+    verdicts = _write(tmp_path / "v\udcfe.jsonl", [GOOD])  # a file name of byte 0xFE
+    page = tmp_path / "p.html"
+    assert _exit(["report", str(verdicts), "--out", str(page), "--title", "T\udcff"]) == 0
+    assert "T\ufffd" in page.read_text() and "v\ufffd.jsonl" in page.read_text()
+
+
+def test_the_report_is_never_written_over_another_output(
+    scenario: dict[str, Path], tmp_path: Path
+) -> None:
+    verdicts = tmp_path / "v.jsonl"
+    args = ["sweep", "--chunks", str(scenario["chunks"]), "--citations", str(scenario["citations"])]
+    args += ["--no-progress", "--judge-sample", "0", "--out", str(verdicts)]
+    assert _exit([*args, "--report", str(verdicts)]) == 2
+    assert not verdicts.exists(), "refused before the sweep"
+    assert _exit([*args[:-2], "--out", "-", "--report", "-"]) == 2
+
+
+def test_a_report_that_cannot_be_written_is_refused_before_the_sweep(
+    scenario: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    verdicts = tmp_path / "v.jsonl"
+    args = ["sweep", "--chunks", str(scenario["chunks"]), "--citations", str(scenario["citations"])]
+    args += ["--no-progress", "--out", str(verdicts), "--report", str(tmp_path / "no" / "r.html")]
+    assert _exit(args) == 2
+    assert not verdicts.exists()
+    assert "--report" in capsys.readouterr().err
+
+
+def test_highlighting_adversarial_texts_is_fast_and_free_texts_make_few_groups(
+    tmp_path: Path,
+) -> None:
+    """Verdicts whose evidence is worst for a word diff, each with a reason of its own: before,
+    200 of them took 149 s, and every reason became a group of examples and a table row."""
+    records = [
+        {
+            **GOOD,
+            "citation_id": f"c{i}",
+            "status": "drift_unrepaired",
+            "action": "degrade_to_document",
+            "reason": f"made-up-{i}",
+            "evidence": {"quote": "." * 300, "recorded": "a." * 150, "found": None},
+        }
+        for i in range(200)
+    ]
+    page = tmp_path / "p.html"
+    assert _exit(["report", str(_write(tmp_path / "v.jsonl", records)), "--out", str(page)]) == 0
+    text = Page(page.read_text()).text
+    assert "made-up" not in text, "a reason no sweep writes is shown as other"
+    assert "other: 200 citations" in text
+
+
+def test_an_empty_or_unreadable_verdict_file_fails_the_gate(tmp_path: Path) -> None:
+    empty, page = tmp_path / "empty.jsonl", tmp_path / "p.html"
+    empty.write_bytes(b"")
+    assert _exit(["report", str(empty), "--out", str(page), "--fail-above", "0"]) == 2
+    garbage = tmp_path / "garbage.jsonl"
+    garbage.write_bytes(b"not json\n" * 3)
+    assert _exit(["report", str(garbage), "--out", str(page), "--fail-above", "0"]) == 2
+    assert _exit(["report", str(garbage), "--out", str(page), "--allow-empty"]) == 0
+
+
+def test_a_truncated_gzip_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    whole = tmp_path / "whole.jsonl.gz"
+    with gzip.open(whole, "wb") as out:
+        out.write(orjson.dumps(GOOD) * 0 + b"".join(orjson.dumps(GOOD) + b"\n" for _ in range(999)))
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
+    assert _exit(["report", str(cut), "--out", str(tmp_path / "p.html")]) == 2
+    assert str(cut) in capsys.readouterr().err
+
+
+def test_superseded_citations_past_the_document_cap_are_all_counted() -> None:
+    whole, parts = ReportDetails(), [ReportDetails(), ReportDetails()]
+    verdicts = [
+        Verdict(
+            f"c{i}",
+            "a",
+            f"doc{i // 10}",
+            Status.SUPERSEDED,
+            Action.PIN_ARCHIVED_VERSION,
+            recorded_version=f"v{i}",  # ten versions of each document
+            live_version="live",
+        )
+        for i in range(10 * (MAX_SUPERSEDED_DOCUMENTS + 20))
+    ]
+    half = len(verdicts) // 2 + 5
+    for i, verdict in enumerate(verdicts):
+        whole.add(verdict)
+        parts[i >= half].add(verdict)
+    parts[0].merge(parts[1])
+    for details in (whole, parts[0]):
+        listed = sum(document.citations for document in details.superseded.values())
+        assert listed + details.superseded_unlisted_citations == len(verdicts)
+    assert parts[0].superseded_unlisted_citations == whole.superseded_unlisted_citations
+
+
+def test_bidirectional_and_control_characters_are_shown_escaped(tmp_path: Path) -> None:
+    record = {
+        **GOOD,
+        "citation_id": "c\u202eevil",
+        "status": "drift_unrepaired",
+        "action": "degrade_to_document",
+        "reason": "quote_not_found",
+        "source": "s\u202ex\x00\x1b",
+        "evidence": {"quote": "q\u202eq", "recorded": None, "found": None},
+    }
+    page = tmp_path / "p.html"
+    assert _exit(["report", str(_write(tmp_path / "v.jsonl", [record])), "--out", str(page)]) == 0
+    html = page.read_text()
+    assert "\u202e" not in html and "\x00" not in html and "\x1b" not in html
+    assert "c\\u202eevil" in html and "s\\u202ex\\x00\\x1b" in html
+
+
+def test_shifts_spread_evenly_are_not_explained_as_one_cause() -> None:
+    cluster = ShiftCluster(0, -5000, 4999, 3000, 1.0)
+    sentence = explain_cluster(cluster, "A")
+    assert "One cause" not in sentence and "a few characters" not in sentence
+    assert "spread" in sentence

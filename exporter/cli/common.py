@@ -86,7 +86,7 @@ def ratio(text: str) -> float:
     value = float(text)
     if not 0.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError(f"must be a ratio between 0 and 1, got {text}")
-    return value
+    return value + 0.0  # -0 is 0 (shown as -0.00% otherwise)
 
 
 def threshold(text: str) -> float:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 from typing import TYPE_CHECKING, Any
@@ -143,15 +142,6 @@ def _model_judge(settings: Settings) -> tuple[JudgeThread, str] | None:
     return thread, f"{settings.judge_model} at {settings.judge_base_url}"
 
 
-def _refuse_unwritable(path: str) -> None:
-    """Say before the demo, not after it, that its report cannot be written there."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK):
-        raise UsageError(f"--report {path}: {folder} is not a folder this user can write in")
-    if os.path.isdir(path):
-        raise UsageError(f"--report {path}: is a folder")
-
-
 def run(args: argparse.Namespace) -> int:
     from prometheus_client import disable_created_metrics  # noqa: PLC0415
 
@@ -162,7 +152,9 @@ def run(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     if args.report:
-        _refuse_unwritable(args.report)
+        from exporter.cli.report import refuse_unwritable  # noqa: PLC0415 - Jinja2 when asked
+
+        refuse_unwritable("--report", args.report, [])
     model = _model_judge(settings)
     disable_created_metrics()  # type: ignore[no-untyped-call]
     try:

@@ -4,6 +4,7 @@ options ``sweep --report`` shares with it."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -16,7 +17,14 @@ from exporter.outputs.verdict_reader import (
     verdict_from_record,
 )
 from exporter.records.decode import InvalidJson, parse_json
-from exporter.records.jsonl import InputError, OutputError, open_input, open_output, read_lines
+from exporter.records.jsonl import (
+    InputError,
+    OutputError,
+    open_input,
+    open_output,
+    read_lines,
+    refuse_overwriting_inputs,
+)
 from exporter.records.limits import DEFAULT_LIMITS
 
 __all__ = [
@@ -24,6 +32,7 @@ __all__ = [
     "add_report_options",
     "audit_assumptions",
     "read_verdicts",
+    "refuse_unwritable",
     "run",
     "write_report",
 ]
@@ -53,8 +62,8 @@ def _positive_number(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 < value <= 1_000:
-        raise argparse.ArgumentTypeError("must be above 0 and at most 1000")
+    if not 0.01 <= value <= 1_000:
+        raise argparse.ArgumentTypeError("must be between 0.01 and 1000")
     return value
 
 
@@ -105,16 +114,36 @@ def audit_assumptions(args: argparse.Namespace) -> AuditAssumptions:
     )
 
 
+def refuse_unwritable(option: str, path: str, inputs: list[str]) -> None:
+    """Say before the work, not after it, that the page cannot be written at ``path``."""
+    if path == "-":
+        return
+    try:
+        refuse_overwriting_inputs(path, inputs, option=option)
+    except (OSError, OutputError) as exc:
+        raise UsageError(str(exc)) from None
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {path}: {folder} is not a folder this user can write in")
+    if os.path.isdir(path):
+        raise UsageError(f"{option} {path}: is a folder")
+
+
 def write_report(
     option: str, path: str, summary: SweepSummary, inputs: list[str], label: str, **options: Any
 ) -> None:
     """Render the page to ``path`` (written under a temporary name, renamed when complete;
-    never over one of ``inputs``); ``label`` says what was swept."""
-    page = render_report(summary, inputs=label, **options).encode()
+    never over one of ``inputs``); ``label`` says what was swept. A label or title of bytes
+    that are not UTF-8 (a file name) shows them as U+FFFD."""
+    page = render_report(summary, inputs=label, **options).encode("utf-8", "replace")
     try:
         with open_output(path, inputs) as out:
             out.write(page)
-    except (OSError, InputError, OutputError) as exc:
+    except OutputError as exc:
+        message = str(exc)
+        shown = message if message.startswith(option) else f"{option} {path}: {message}"
+        raise UsageError(shown) from None
+    except (OSError, InputError) as exc:
         raise UsageError(f"{option} {path}: {exc}") from None
 
 
@@ -144,6 +173,12 @@ def add_parser(commands: Any) -> None:
         "gate shown)",
     )
     report.add_argument("--title", default="Citation sweep report", help="the page's title")
+    report.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="write the page and exit 0 when no valid verdict was read (by default that is "
+        "exit 2: an empty or broken verdict file is more often a wrong file than a clean sweep)",
+    )
     add_report_options(report)
 
 
@@ -162,7 +197,7 @@ def read_verdicts(paths: list[str], summary: SweepSummary, judged: JudgedRecords
                     elif not _take(line, where, summary, judged):
                         unreadable += 1
         except InputError as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(f"cannot read {path}: {exc}") from None
     return unreadable
 
 
@@ -184,6 +219,8 @@ def _take(line: bytes, where: str, summary: SweepSummary, judged: JudgedRecords)
 
 
 def run(args: argparse.Namespace) -> int:
+    assumptions = audit_assumptions(args)
+    refuse_unwritable("--out", args.out, args.verdicts)
     summary, judged = SweepSummary(), JudgedRecords()
     unreadable = read_verdicts(args.verdicts, summary, judged)
     write_report(
@@ -193,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
         args.verdicts,
         ", ".join(args.verdicts),
         fail_above=args.fail_above,
-        assumptions=audit_assumptions(args),
+        assumptions=assumptions,
         title=args.title,
         from_verdicts=True,
         unreadable=unreadable,
@@ -204,6 +241,11 @@ def run(args: argparse.Namespace) -> int:
         + (f", {unreadable:,} lines not verdicts" if unreadable else ""),
         file=sys.stderr,
     )
+    if not summary.valid and not args.allow_empty:
+        raise UsageError(
+            f"no valid verdict was read from {', '.join(args.verdicts)}: is it the right file? "
+            "(the page says so; --allow-empty exits 0)"
+        )
     if args.fail_above is not None and not summary.passed(args.fail_above):
         return EXIT_GATE_FAILED
     return EXIT_OK

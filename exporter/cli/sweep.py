@@ -34,7 +34,12 @@ from exporter.cli.common import (
     timestamp,
     topics,
 )
-from exporter.cli.report import add_report_options, audit_assumptions, write_report
+from exporter.cli.report import (
+    add_report_options,
+    audit_assumptions,
+    refuse_unwritable,
+    write_report,
+)
 from exporter.defaults import DEFAULT_HIGH_SEVERITY_TOPICS, DEFAULT_THRESHOLD
 from exporter.errors import SettingsError
 from exporter.file_sweep import CoverageOutputError, load_store, run_sweep
@@ -430,6 +435,7 @@ def _refuse_overwriting(args: argparse.Namespace, chunks: str, citations: str) -
             ("--out", args.out),
             ("--coverage-out", args.coverage_out),
             ("--judge-out", args.judge_out),
+            ("--report", args.report),
         )
         if path
     ]
@@ -448,6 +454,8 @@ def _refuse_overwriting(args: argparse.Namespace, chunks: str, citations: str) -
             seen[resolved] = option
     except OSError as exc:
         raise UsageError(str(exc)) from None
+    if args.report:  # the page is written last: say now that it cannot be
+        refuse_unwritable("--report", args.report, [chunks, citations])
 
 
 def _jobs(requested: int) -> int:
@@ -471,7 +479,7 @@ def _write_summary(text: str, stream: IO[str]) -> None:
 
 def _report(args: argparse.Namespace, summary: SweepSummary) -> None:
     """The summary, on standard output unless a verdict output took it."""
-    to_stdout = "-" in (args.out, args.coverage_out, args.judge_out)
+    to_stdout = "-" in (args.out, args.coverage_out, args.judge_out, args.report)
     report_to: IO[str] = sys.stderr if to_stdout else sys.stdout
     if args.format == "json":
         report = orjson.dumps(summary.to_json(args.fail_above, args.allow_empty)).decode()

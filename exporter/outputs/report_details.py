@@ -82,8 +82,14 @@ def example_group(verdict: Verdict) -> str | None:
     return None
 
 
+# characters of an id hashed for the sample: a verdict file read back keeps ids this long, and
+# the sweep's page and its verdict file's must pick the same examples
+_ID_HASHED = 500
+
+
 def _key(verdict: Verdict) -> int:
-    text = f"{verdict.citation_id}\x00{verdict.doc_id}"
+    citation_id, doc_id = verdict.citation_id, verdict.doc_id
+    text = f"{citation_id and citation_id[:_ID_HASHED]}\x00{doc_id and doc_id[:_ID_HASHED]}"
     return zlib.crc32(text.encode("utf-8", "surrogatepass"))
 
 
@@ -164,11 +170,16 @@ class ReportDetails:
             mine = self.by_source.get(source)
             (self.source(source) if mine is None else mine).update(counts)
         for doc_id, document in other.superseded.items():
+            listed = self.superseded.get(doc_id)
+            if listed is None and len(self.superseded) >= MAX_SUPERSEDED_DOCUMENTS:
+                self.superseded_unlisted_citations += document.citations
+                continue
+            if listed is None:
+                listed = self.superseded[doc_id] = SupersededDocument(document.live_version)
             for version, count in document.recorded_versions.items():
-                self._supersede(doc_id, document.live_version, version, count)
-            unlisted = document.citations - sum(document.recorded_versions.values())
-            if unlisted and doc_id in self.superseded:
-                self.superseded[doc_id].citations += unlisted
+                listed.add(version, count)
+            # citations of versions past MAX_VERSIONS_LISTED: counted, not listed
+            listed.citations += document.citations - sum(document.recorded_versions.values())
         self.superseded_unlisted_citations += other.superseded_unlisted_citations
         for group, examples in other.examples.items():
             for example in examples:

@@ -14,7 +14,8 @@ from typing import Any
 
 from exporter.checks.entailment import EntailmentResult
 from exporter.checks.evidence import EVIDENCE_CHARS, Evidence
-from exporter.checks.verdict import Action, Repair, Status, Verdict
+from exporter.checks.relocate import UNREPAIRED_OUTCOMES
+from exporter.checks.verdict import Action, FailedCheck, Repair, Status, Verdict
 from exporter.outputs.report import CoverageSummary
 from exporter.pipeline.sampling import AGE_BANDS, FAMILIES
 
@@ -26,6 +27,15 @@ _MAX_OFFSET = 2**53 - 1
 _STATUSES = {status.value: status for status in Status}
 _ACTIONS = {action.value: action for action in Action}
 _RESULTS = tuple(result.value for result in EntailmentResult)
+# the reasons and repair methods a sweep writes; any other (a newer version's, or made up) is
+# counted as "other": a free-text value would make a group of its own in the page and memory
+_REASONS = frozenset(
+    {check.value for check in FailedCheck}
+    | set(UNREPAIRED_OUTCOMES)
+    | {"document_missing", "invalid_json", "invalid_record", "oversized", "check_failed"}
+)
+_METHODS = frozenset({"exact", "normalised", "fuzzy"})
+OTHER = "other"
 _JUDGES_KEPT = 5
 
 
@@ -59,6 +69,7 @@ def _repair(value: object) -> Repair | None:
     method = _text(value, "method", required=True)
     chunk_id = _text(value, "chunk_id", required=True)
     assert method is not None and chunk_id is not None
+    method = method if method in _METHODS else OTHER
     return Repair(
         chunk_id,
         _integer(span[0], "repair.chunk_span", 0),
@@ -95,16 +106,22 @@ def verdict_from_record(record: object) -> tuple[Verdict, Evidence | None]:
     action = _ACTIONS.get(action_value) if type(action_value) is str else None
     if action is None:
         raise ValueError("'action' is not a verdict action")
+    reason = _text(record, "reason")
+    if status is not Status.OK and reason not in _REASONS:
+        reason = OTHER  # None too: every failure has a reason, the page counts by it
+    repair = _repair(record.get("repair"))
+    if status is Status.DRIFT_REPAIRED and repair is None:
+        raise ValueError("a drift_repaired verdict without 'repair'")
     verdict = Verdict(
         _text(record, "citation_id"),
         _text(record, "answer_id"),
         _text(record, "doc_id"),
         status,
         action,
-        reason=_text(record, "reason"),
+        reason=reason,
         recorded_version=_text(record, "recorded_version"),
         live_version=_text(record, "live_version"),
-        repair=_repair(record.get("repair")),
+        repair=repair,
         source=_text(record, "source"),
         error=_text(record, "error"),
     )
