@@ -29,7 +29,6 @@ from exporter.outputs.report_details import (
     EXAMPLES_PER_GROUP,
     MAX_SOURCES,
     MAX_SUPERSEDED_DOCUMENTS,
-    ReportDetails,
 )
 from exporter.outputs.shift_chart import chart_bars, shift_chart_svg
 from exporter.outputs.shifts import ShiftCluster, histogram, shift_clusters
@@ -201,7 +200,8 @@ def test_the_chart_has_a_bar_per_bucket_and_marks_the_clusters() -> None:
 
 
 def test_details_stay_bounded_whatever_the_archive_holds() -> None:
-    details = ReportDetails()
+    summary = SweepSummary()
+    details = summary.details
     for i in range(20_000):
         verdict = Verdict(
             f"c{i}",
@@ -214,7 +214,7 @@ def test_details_stay_bounded_whatever_the_archive_holds() -> None:
             live_version="live",
             source=f"source-{i}",
         )
-        details.add(verdict, Evidence("q" * 300, None, None))
+        summary.add(verdict, Evidence("q" * 300, None, None))
     assert len(details.by_source) == MAX_SOURCES + 1  # and "other"
     assert sum(sum(c.values()) for c in details.by_source.values()) == 20_000
     assert len(details.superseded) == MAX_SUPERSEDED_DOCUMENTS
@@ -231,17 +231,17 @@ def test_details_merged_from_parts_are_the_details_of_the_whole(cut: int, seed: 
         _drifted(f"c{i}", "q", shift=rng.choice([None, 3, 40, 41, -500]), source=f"s{i % 7}")
         for i in range(400)
     ]
-    whole = ReportDetails()
+    whole = SweepSummary()
     for verdict in verdicts:
         whole.add(verdict)
-    first, second = ReportDetails(), ReportDetails()
+    first, second = SweepSummary(), SweepSummary()
     for verdict in verdicts[:cut]:
         first.add(verdict)
     for verdict in verdicts[cut:]:
         second.add(verdict)
     first.merge(second)
-    assert first.by_source == whole.by_source
-    assert first.examples == whole.examples
+    assert first.details.by_source == whole.details.by_source
+    assert first.details.examples == whole.details.examples
 
 
 json_values = st.recursive(
@@ -482,7 +482,8 @@ def test_a_truncated_gzip_is_named(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 def test_superseded_citations_past_the_document_cap_are_all_counted() -> None:
-    whole, parts = ReportDetails(), [ReportDetails(), ReportDetails()]
+    summaries = [SweepSummary(), SweepSummary(), SweepSummary()]
+    whole, parts = summaries[0].details, [summaries[1].details, summaries[2].details]
     verdicts = [
         Verdict(
             f"c{i}",
@@ -497,9 +498,9 @@ def test_superseded_citations_past_the_document_cap_are_all_counted() -> None:
     ]
     half = len(verdicts) // 2 + 5
     for i, verdict in enumerate(verdicts):
-        whole.add(verdict)
-        parts[i >= half].add(verdict)
-    parts[0].merge(parts[1])
+        summaries[0].add(verdict)
+        summaries[1 + (i >= half)].add(verdict)
+    summaries[1].merge(summaries[2])
     for details in (whole, parts[0]):
         listed = sum(document.citations for document in details.superseded.values())
         assert listed + details.superseded_unlisted_citations == len(verdicts)

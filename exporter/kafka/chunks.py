@@ -17,7 +17,7 @@ from aiokafka import TopicPartition
 from exporter.errors import RestartRequired
 from exporter.kafka.answers import YIELD_SECONDS
 from exporter.kafka.clients import lags
-from exporter.kafka.fetching import Fetcher
+from exporter.kafka.fetching import Fetcher, assign_from_start
 from exporter.kafka.protocols import Consumer
 from exporter.outputs.metrics import ExporterMetrics
 from exporter.pipeline.core import Pipeline
@@ -50,9 +50,7 @@ class ChunkFollower:
         """Take every partition of the chunk topic from the beginning; note where 'now' is."""
         if not partitions:
             raise RestartRequired(f"chunk topic {self._topic!r} has no partitions")
-        assigned = [TopicPartition(self._topic, p) for p in sorted(partitions)]
-        self._consumer.assign(assigned)
-        await self._consumer.seek_to_beginning(*assigned)
+        assigned = await assign_from_start(self._consumer, self._topic, partitions)
         self._targets = await self._consumer.end_offsets(assigned)
         log.info("loading chunk store from %s up to %s", self._topic, self._targets)
         await self._check_caught_up()

@@ -30,10 +30,11 @@ from aiokafka.errors import (
     UnsupportedCodecError,
 )
 
+from exporter.kafka.protocols import Consumer
 from exporter.outputs.metrics import ExporterMetrics
 from exporter.records.limits import bounded
 
-__all__ = ["Fetcher", "unreadable_reason"]
+__all__ = ["Fetcher", "assign_from_start", "unreadable_reason"]
 
 log = logging.getLogger(__name__)
 
@@ -161,3 +162,14 @@ class Fetcher:
         self._metrics.unreadable(tp.topic, reason, skip_to - offset)
         self._consumer.seek(tp, skip_to)
         self.skipped_to[tp] = skip_to
+
+
+async def assign_from_start(
+    consumer: Consumer, topic: str, partitions: set[int]
+) -> list[TopicPartition]:
+    """Assign ``partitions`` of ``topic`` (no consumer group) and read them from their first
+    offset: how every instance reads a topic it must see whole. Returns them, in order."""
+    assigned = [TopicPartition(topic, p) for p in sorted(partitions)]
+    consumer.assign(assigned)
+    await consumer.seek_to_beginning(*assigned)
+    return assigned

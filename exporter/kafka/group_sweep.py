@@ -26,7 +26,7 @@ from aiokafka import TopicPartition
 from exporter.judging import Drawing, PackedCandidate, SampleJudging
 from exporter.kafka.clients import close
 from exporter.kafka.control import SweepRequest, sweep_request
-from exporter.kafka.fetching import Fetcher
+from exporter.kafka.fetching import Fetcher, assign_from_start
 from exporter.kafka.protocols import Consumer
 from exporter.kafka.publish import Publisher
 from exporter.kafka.sweep_progress import (
@@ -88,9 +88,7 @@ class ProgressFollower:
         self._fetcher = Fetcher(consumer, metrics)
 
     async def assign(self, partitions: set[int]) -> None:
-        assigned = [TopicPartition(self._topic, p) for p in sorted(partitions)]
-        self._consumer.assign(assigned)
-        await self._consumer.seek_to_beginning(*assigned)
+        await assign_from_start(self._consumer, self._topic, partitions)
 
     async def load(self) -> None:
         """Read up to the end offsets seen now: what the group knew before this instance."""
@@ -438,9 +436,7 @@ class RequestListener:
         self._fetcher = Fetcher(consumer, metrics)
 
     async def assign(self, partitions: set[int]) -> None:
-        assigned = [TopicPartition(self._topic, p) for p in sorted(partitions)]
-        self._consumer.assign(assigned)
-        await self._consumer.seek_to_beginning(*assigned)
+        await assign_from_start(self._consumer, self._topic, partitions)
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():

@@ -219,7 +219,6 @@ def report_view(
     judged sample counted from them (see JudgedRecords), when the summary has none."""
     clusters = shift_clusters(summary.shifts)
     bars = chart_bars(summary.shifts, clusters)
-    data = summary.to_json(fail_above if fail_above is not None else 1.0, allow_empty)
     statuses = [
         {
             "status": status.value,
@@ -244,7 +243,7 @@ def report_view(
         "version": __version__,
         "generated_at": (generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC"),
         "gated": fail_above is not None,
-        "passed": data["passed"],
+        "passed": fail_above is None or summary.passed(fail_above, allow_empty),
         "missing_input": None if from_verdicts else summary.missing_input(),
         "from_verdicts": from_verdicts,
         "unreadable": unreadable,
@@ -300,8 +299,8 @@ def report_view(
             for doc_id, document in superseded
         ],
         "superseded_unlisted_citations": details.superseded_unlisted_citations,
-        "coverage": data["coverage"] if summary.coverage.judged else None,
-        "entailment": data["entailment"] or judged,
+        "coverage": summary.coverage.to_json() if summary.coverage.judged else None,
+        "entailment": judged if summary.entailment is None else summary.entailment.to_json(),
         "audit": _audit(summary, assumptions or AuditAssumptions()),
         "errors": summary.errors,
         "invalid_chunk_records": summary.invalid_chunk_records,

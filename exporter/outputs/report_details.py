@@ -103,14 +103,8 @@ class ReportDetails:
     superseded_unlisted_citations: int = 0  # of documents past MAX_SUPERSEDED_DOCUMENTS
     examples: dict[str, list[Example]] = field(default_factory=dict)
 
-    def add(self, verdict: Verdict, evidence: Evidence | None = None) -> None:
-        """Count a verdict's source, and keep what the report shows of a failing one."""
-        counts = self.by_source.get(verdict.source)
-        if counts is None:
-            counts = self.source(verdict.source)
-        counts[verdict.status] += 1
-        if verdict.status is not Status.OK:
-            self.add_failure(verdict, evidence)
+    # A verdict's source is counted by SweepSummary.add, inline on the sweep's hot path:
+    # source(name) for a name not seen yet, then its counts[status] += 1.
 
     def add_failure(self, verdict: Verdict, evidence: Evidence | None = None) -> None:
         """A verdict that is not ok (its source counted already): superseded documents and

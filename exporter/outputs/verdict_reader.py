@@ -18,12 +18,12 @@ from exporter.checks.relocate import UNREPAIRED_OUTCOMES
 from exporter.checks.verdict import Action, FailedCheck, Repair, Status, Verdict
 from exporter.outputs.report import CoverageSummary
 from exporter.pipeline.sampling import AGE_BANDS, FAMILIES
+from exporter.records.decode import MAX_OFFSET
 
 __all__ = ["JudgedRecords", "add_coverage_record", "verdict_from_record"]
 
 # an id, a version, a reason or a source is kept up to this many characters
 _TEXT_KEPT = 500
-_MAX_OFFSET = 2**53 - 1
 _STATUSES = {status.value: status for status in Status}
 _ACTIONS = {action.value: action for action in Action}
 _RESULTS = tuple(result.value for result in EntailmentResult)
@@ -48,8 +48,8 @@ def _text(record: dict[str, Any], name: str, required: bool = False) -> str | No
     return value[:_TEXT_KEPT]
 
 
-def _integer(value: object, name: str, low: int = -_MAX_OFFSET) -> int:
-    if type(value) is not int or not low <= value <= _MAX_OFFSET:
+def _integer(value: object, name: str, low: int = -MAX_OFFSET) -> int:
+    if type(value) is not int or not low <= value <= MAX_OFFSET:
         raise ValueError(f"'{name}' is not an integer in range")
     return value
 
