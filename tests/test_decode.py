@@ -106,6 +106,15 @@ def test_one_bad_citation_in_an_answer_does_not_spoil_the_others() -> None:
         pytest.param({"emitted_at": "yesterday"}, "RFC 3339 timestamp", id="timestamp"),
         pytest.param({"sentence_index": -2}, "non-negative integer", id="sentence index"),
         pytest.param({"prefix": 3}, "'prefix' must be a string, got int", id="prefix"),
+        pytest.param({"doc_span": [7, 7]}, "'doc_span' must be [start, end]", id="empty hint"),
+        pytest.param({"doc_span": "1010-1042"}, "'doc_span' must be [start", id="hint text"),
+        pytest.param({"doc_span": [-1, 31]}, "'doc_span' must be", id="negative hint"),
+        pytest.param({"doc_span": [1000, 2**53]}, "2**53 - 1", id="hint beyond offsets"),
+        pytest.param(
+            {"doc_span": [1010, 1043]},
+            "'doc_span' [1010, 1043] must cover as many characters as 'chunk_span' [10, 42]",
+            id="hint of another length",
+        ),
     ],
 )
 def test_broken_citations_say_what_is_wrong(change: dict[str, Any], message: str) -> None:
@@ -215,9 +224,13 @@ _values = (
 @given(
     st.dictionaries(
         st.sampled_from(
-            [*GOOD, "prefix", "suffix", "topic", "source", "emitted_at", "sentence_index", "claim"]
+            [
+                *GOOD,
+                *("prefix", "suffix", "topic", "source", "emitted_at", "sentence_index"),
+                *("claim", "doc_span"),
+            ]
         ),
-        _values,
+        _values | st.tuples(st.integers(-2, 60), st.integers(-2, 60)).map(list),
     ),
     st.sampled_from([None, "a1", "zz"]),
 )
@@ -239,6 +252,14 @@ def test_fast_and_explained_decoders_accept_the_same_records(
         assert isinstance(fast, InvalidCitation)
     else:
         assert fast == explained
+
+
+def test_a_citation_may_carry_its_position_in_the_document() -> None:
+    [citation] = decode_citations(GOOD | {"doc_span": [1010, 1042]})
+    assert isinstance(citation, Citation)
+    assert citation.doc_span == (1010, 1042)
+    [without] = decode_citations(GOOD | {"doc_span": None})
+    assert isinstance(without, Citation) and without.doc_span is None
 
 
 def test_a_citation_may_carry_the_claim_it_supports() -> None:

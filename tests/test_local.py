@@ -69,6 +69,9 @@ def test_demo_pages_at_the_chunk_size_change_and_not_at_the_refresh(tmp_path: Pa
     assert "would PAGE" not in phase3[-1]
     assert "CitationContentRefreshDetected" in phase3[-1]
     assert "shift clusters of repaired drift: none yet" not in phase2[-1]
+    # half the citations carry doc_span: repeated quotes after the chunk-size change are repaired
+    hinted = re.search(r"repaired by their position hint \(doc_span\): ([\d,]+)", phase2[-1])
+    assert hinted and int(hinted[1].replace(",", "")) > 0
     # coverage: a few claims go uncited all along, below the ticket line
     assert re.search(r"uncited +\d\.\d\d%  of [\d,]+ claims", phase3[-1])
     assert "CitationUncitedClaimsHigh" not in done.stdout

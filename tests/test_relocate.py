@@ -10,7 +10,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from exporter.checks.compare import FoldedQuote
-from exporter.checks.relocate import AMBIGUOUS, FOUND, NOT_FOUND, STRADDLES, relocate
+from exporter.checks.relocate import (
+    AMBIGUOUS,
+    BY_CONTEXT,
+    BY_POSITION_HINT,
+    FOUND,
+    NOT_FOUND,
+    STRADDLES,
+    UNIQUE,
+    Relocation,
+    relocate,
+)
 from exporter.checks.store import DocumentView
 
 QUOTE = "Backup snapshots are kept for 35 days unless the contract says otherwise."
@@ -199,3 +209,94 @@ def test_relocated_spans_always_hold_the_quote(
 @pytest.mark.parametrize("quote", ["\u200b\u200b", "\u00ad"])
 def test_quote_that_folds_to_nothing_is_not_found(quote: str) -> None:
     assert find(quote, view_of("any text at all"))[0] == NOT_FOUND
+
+
+# Position hints
+_LONG_FILLER = " ".join(FILLER * 6)
+
+
+def _two_copies(gap: str = _LONG_FILLER) -> tuple[DocumentView, int, int]:
+    """A document with QUOTE twice, ``gap`` apart, and the two copies' starts."""
+    text = " ".join([FILLER[0], QUOTE, gap, QUOTE, FILLER[1]])
+    view = view_of(text[:900], text[900:])
+    first = view.text.index(QUOTE)
+    return view, first, view.text.index(QUOTE, first + 1)
+
+
+def _hinted(view: DocumentView, at: int, **kwargs: object) -> Relocation:
+    return relocate(
+        FoldedQuote(QUOTE),
+        view,
+        threshold=98.0,
+        hint=(at, at + len(QUOTE)),
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def test_a_hint_that_holds_picks_its_copy_and_says_so() -> None:
+    view, first, second = _two_copies()
+    for at in (first, second):
+        result = _hinted(view, at)
+        assert result.outcome == FOUND and result.place is not None
+        assert (result.place.start, result.how) == (at, BY_POSITION_HINT)
+
+
+def test_a_hint_that_holds_nowhere_decides_nothing() -> None:
+    """After a re-extraction the hinted offsets hold other text: the copies stay ambiguous."""
+    view, first, second = _two_copies()
+    for at in (first - 1, first + 3, second + 40, len(view.text) + 10):
+        assert _hinted(view, at).outcome == AMBIGUOUS
+
+
+def test_a_hint_decides_between_adjacent_copies() -> None:
+    """A chunk-size change keeps every position: however close the copies, the hint holds."""
+    view, first, second = _two_copies(gap="")
+    assert second - first < len(QUOTE) + 3
+    for at in (first, second):
+        result = _hinted(view, at)
+        assert result.place is not None and (result.place.start, result.how) == (
+            at,
+            BY_POSITION_HINT,
+        )
+
+
+def test_a_copy_rewrapped_at_the_hinted_offsets_does_not_hold_it() -> None:
+    """A re-extraction that moved a copy onto the hinted offsets changed its line breaks too:
+    only the quote byte for byte holds a hint."""
+    rewrapped = QUOTE.replace(" kept for", "\nkept for")
+    text = " ".join([FILLER[0], rewrapped, _LONG_FILLER, QUOTE, FILLER[1]])
+    view = view_of(text)
+    at = view.text.index(rewrapped)
+    assert _hinted(view, at).outcome == AMBIGUOUS
+    held = _hinted(view, view.text.index(QUOTE))
+    assert held.outcome == FOUND and held.how == BY_POSITION_HINT
+
+
+def test_a_hint_is_ignored_when_the_view_is_not_in_document_offsets() -> None:
+    text = " ".join([FILLER[0], QUOTE, _LONG_FILLER, QUOTE, FILLER[1]])
+    view = view_of(text[:900], text[900:], offsets=False)
+    assert _hinted(view, view.text.index(QUOTE)).outcome == AMBIGUOUS
+
+
+def test_context_comes_before_the_hint_and_a_hint_never_overrides_it() -> None:
+    view, first, second = _two_copies()
+    # the suffix of the first copy decides, whatever the hint says
+    by_context = _hinted(view, second, suffix=" " + _LONG_FILLER[:40])
+    assert by_context.outcome == FOUND and by_context.place is not None
+    assert (by_context.place.start, by_context.how) == (first, BY_CONTEXT)
+    # a context too weak to decide, but fitting the first copy better: the hint at the second
+    # copy must not win against it
+    weak = " " + _LONG_FILLER[:12] + "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"
+    assert _hinted(view, second, suffix=weak).outcome == AMBIGUOUS
+    # a context that fits both copies alike (a repeated paragraph) leaves the decision to the hint
+    view, first, second = _two_copies(gap=_LONG_FILLER + " " + FILLER[0])
+    for at in (first, second):
+        result = _hinted(view, at, prefix=FILLER[0][-20:] + " ")
+        assert result.outcome == FOUND and result.place is not None
+        assert (result.place.start, result.how) == (at, BY_POSITION_HINT)
+
+
+def test_a_unique_place_says_so() -> None:
+    view = view_of(" ".join([FILLER[0], QUOTE, FILLER[1]]))
+    result = relocate(FoldedQuote(QUOTE), view, threshold=98.0, hint=(0, len(QUOTE)))
+    assert result.outcome == FOUND and result.how == UNIQUE

@@ -26,7 +26,7 @@ from typing import Any
 from exporter.checks.claims import RuleClassifier, SentenceClassifier
 from exporter.checks.compare import FoldedQuote, text_matches
 from exporter.checks.normalize import fold
-from exporter.checks.relocate import FOUND, Budget, Place, relocate
+from exporter.checks.relocate import FOUND, UNIQUE, Budget, Place, relocate
 from exporter.checks.store import ChunkStore, DocumentView
 from exporter.checks.verdict import Action, FailedCheck, Repair, Status, Verdict
 from exporter.defaults import DEFAULT_HIGH_SEVERITY_TOPICS, DEFAULT_THRESHOLD, in_similarity_range
@@ -220,6 +220,7 @@ def check_citation(citation: Citation, store: ChunkStore, policy: Policy) -> Ver
         prefix=citation.prefix,
         suffix=citation.suffix,
         cited_chunk_id=citation.chunk_id,
+        hint=citation.doc_span,
         max_fuzzy_chars=policy.limits.max_quote_chars,
         budget=Budget(policy.limits.relocation_budget_ms / 1000.0),
     )
@@ -246,6 +247,7 @@ def check_citation(citation: Citation, store: ChunkStore, policy: Policy) -> Ver
         similarity=place.similarity,
         method=place.method,
         shift=_shift(citation, cited, view, place, (new_chunk_id, new_start)),
+        how=relocation.how or UNIQUE,
     )
     return _verdict(
         citation,

@@ -41,7 +41,9 @@ class Repair:
 
     ``shift`` is signed: where the quote is now minus where the recorded span points now, in
     document characters when chunk offsets are known, else within the chunk when the chunk is
-    the same, else None.
+    the same, else None. ``method`` says how the text matched (``exact``, ``normalised``,
+    ``fuzzy``), ``how`` what told the place apart from other copies (``unique``, ``context``,
+    ``position_hint``).
     """
 
     chunk_id: str
@@ -50,6 +52,7 @@ class Repair:
     similarity: float
     method: str
     shift: int | None
+    how: str = "unique"
 
 
 @dataclass(slots=True)

@@ -102,6 +102,14 @@ def add_parser(commands: Any) -> None:
         "judges (default: %(default)s)",
     )
     simulate.add_argument(
+        "--hint-share",
+        type=ratio,
+        default=defaults.hint_share,
+        metavar="F",
+        help="share of citations carrying doc_span, their position in the whole document; a "
+        "repeated sentence cited with one needs no prefix/suffix (default: %(default)s)",
+    )
+    simulate.add_argument(
         "--invalid-lines",
         type=int,
         default=0,
@@ -127,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
         uncited_share=args.uncited_share,
         framing_share=args.framing_share,
         misclaim_share=args.misclaim_share,
+        hint_share=args.hint_share,
         invalid_lines=args.invalid_lines,
     )
     try:

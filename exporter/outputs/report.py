@@ -13,6 +13,7 @@ from typing import Any
 
 from exporter.checks.coverage import CoverageStatus, CoverageVerdict
 from exporter.checks.evidence import Evidence
+from exporter.checks.relocate import BY_POSITION_HINT
 from exporter.checks.verdict import Status, Verdict
 from exporter.outputs.entailment_report import EntailmentSummary
 from exporter.outputs.report_details import ReportDetails
@@ -136,6 +137,8 @@ class SweepSummary:
     statuses: Counter[str] = field(default_factory=Counter)
     reasons: Counter[tuple[str, str]] = field(default_factory=Counter)
     methods: Counter[str] = field(default_factory=Counter)
+    # what told each repair's place apart: unique, context, position_hint
+    decided_by: Counter[str] = field(default_factory=Counter)
     shifts: Counter[int] = field(default_factory=Counter)
     unknown_shifts: int = 0
     coverage: CoverageSummary = field(default_factory=CoverageSummary)
@@ -169,6 +172,7 @@ class SweepSummary:
         repair = verdict.repair
         if repair is not None:
             self.methods[repair.method] += 1
+            self.decided_by[repair.how] += 1
             if repair.shift is None:
                 self.unknown_shifts += 1
             else:
@@ -194,6 +198,7 @@ class SweepSummary:
         self.statuses.update(other.statuses)
         self.reasons.update(other.reasons)
         self.methods.update(other.methods)
+        self.decided_by.update(other.decided_by)
         self.shifts.update(other.shifts)
         self.unknown_shifts += other.unknown_shifts
         self.coverage.merge(other.coverage)
@@ -259,6 +264,7 @@ class SweepSummary:
             "fail_above": fail_above,
             "passed": self.passed(fail_above, allow_empty),
             "repair_methods": dict(sorted(self.methods.items())),
+            "repairs_decided_by": dict(sorted(self.decided_by.items())),
             "shift": {
                 "known": sum(self.shifts.values()),
                 "unknown": self.unknown_shifts,
@@ -316,6 +322,11 @@ class SweepSummary:
             lines += ["", "  reasons:"]
             for (status_name, reason), count in self.reasons.most_common():
                 lines.append(f"    {status_name:<18}{reason:<18}{count:>10,}")
+        if self.decided_by[BY_POSITION_HINT]:
+            lines.append(
+                f"  repaired where only the position hint told copies apart: "
+                f"{self.decided_by[BY_POSITION_HINT]:,} (repair.how position_hint)"
+            )
         buckets = histogram(self.shifts)
         if buckets:
             peak = max(c for _, c in buckets)

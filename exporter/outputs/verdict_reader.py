@@ -14,7 +14,7 @@ from typing import Any
 
 from exporter.checks.entailment import EntailmentResult
 from exporter.checks.evidence import EVIDENCE_CHARS, Evidence
-from exporter.checks.relocate import UNREPAIRED_OUTCOMES
+from exporter.checks.relocate import BY_CONTEXT, BY_POSITION_HINT, UNIQUE, UNREPAIRED_OUTCOMES
 from exporter.checks.verdict import Action, FailedCheck, Repair, Status, Verdict
 from exporter.outputs.report import CoverageSummary
 from exporter.pipeline.sampling import AGE_BANDS, FAMILIES
@@ -35,6 +35,7 @@ _REASONS = frozenset(
     | {"document_missing", "invalid_json", "invalid_record", "oversized", "check_failed"}
 )
 _METHODS = frozenset({"exact", "normalised", "fuzzy"})
+_HOWS = frozenset({UNIQUE, BY_CONTEXT, BY_POSITION_HINT})
 OTHER = "other"
 _JUDGES_KEPT = 5
 
@@ -70,6 +71,7 @@ def _repair(value: object) -> Repair | None:
     chunk_id = _text(value, "chunk_id", required=True)
     assert method is not None and chunk_id is not None
     method = method if method in _METHODS else OTHER
+    how = _text(value, "how") or UNIQUE  # verdicts written before hints existed have none
     return Repair(
         chunk_id,
         _integer(span[0], "repair.chunk_span", 0),
@@ -77,6 +79,7 @@ def _repair(value: object) -> Repair | None:
         float(similarity),
         method,
         None if shift is None else _integer(shift, "repair.shift"),
+        how if how in _HOWS else OTHER,
     )
 
 

@@ -107,6 +107,7 @@ def verdict_record(
             "chunk_span": [repair.start, repair.end],
             "similarity": round(repair.similarity, 2),
             "method": repair.method,
+            "how": repair.how,
             "shift": repair.shift,
         },
     }

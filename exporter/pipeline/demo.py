@@ -23,6 +23,7 @@ import orjson
 
 from exporter import alerting
 from exporter.checks.coverage import CoverageStatus
+from exporter.checks.relocate import BY_POSITION_HINT
 from exporter.checks.verdict import Status
 from exporter.outputs.report import SweepSummary, shift_clusters
 from exporter.pipeline.core import LocalRecord, Pipeline
@@ -36,6 +37,11 @@ __all__ = ["DemoView", "demo_phases", "run_demo"]
 # A share of the claims restated in other words: the lexical judge cannot settle them, so a
 # model judge has something to answer (some 9 a second at the default pace).
 REWORDED_SHARE = 0.05
+# Citations that carry their position in the document: after the chunk-size change, the
+# repeated quotes among them are repaired by it instead of degraded to a document link.
+HINT_SHARE = 0.5
+# Citations that store prefix and suffix: few, so that repeated quotes need the hint.
+CONTEXT_SHARE = 0.2
 # At the end, how long a model judge may take for the claims still waiting for it.
 MODEL_WAIT_SECONDS = 3.0
 
@@ -162,6 +168,7 @@ class DemoView:
         coverage_ticket = "  -> CitationUncitedClaimsHigh: a ticket" if uncited > uncited_at else ""
         clusters = shift_clusters(self.summary.shifts)
         described = ", ".join(f"{c.center:+d} ({c.share:.0%})" for c in clusters) or "none yet"
+        hinted = self.summary.decided_by[BY_POSITION_HINT]
         window = f"last {self._window:.0f} s"
         return [
             f"phase {step} of {steps}: {phase}",
@@ -172,6 +179,7 @@ class DemoView:
             f"{uncited_at:.0%}{coverage_ticket}",
             *([] if self.entailment is None else self.entailment.lines()),
             f"  shift clusters of repaired drift: {described}",
+            f"  repeated quotes repaired by their position hint (doc_span): {hinted:,}",
             f"  metrics: {url}",
         ]
 
@@ -222,6 +230,8 @@ def run_demo(
         silent_edit_share=0.0,
         delete_share=0.0,
         reworded_share=REWORDED_SHARE,
+        context_share=CONTEXT_SHARE,
+        hint_share=HINT_SHARE,
     )
     phases = demo_phases(build_scenario(config), chunks_topic, answers_topic)
     view = DemoView(window_seconds=max(0.5, seconds_per_phase / 2), entailment=entailment)

@@ -146,8 +146,8 @@ def decode_chunk(value: object, limits: Limits = DEFAULT_LIMITS) -> Chunk | Chun
     )
 
 
-def _span(obj: dict[str, Any]) -> tuple[int, int]:
-    span = obj.get("chunk_span")
+def _span(obj: dict[str, Any], field: str = "chunk_span") -> tuple[int, int]:
+    span = obj.get(field)
     if (
         type(span) is list
         and len(span) == 2
@@ -156,11 +156,25 @@ def _span(obj: dict[str, Any]) -> tuple[int, int]:
         and 0 <= span[0] < span[1] <= MAX_OFFSET
     ):
         return span[0], span[1]
-    if span is None and "chunk_span" not in obj:
-        raise RecordError("missing required field 'chunk_span'")
+    if span is None and field not in obj:
+        raise RecordError(f"missing required field {field!r}")
     raise RecordError(
-        f"'chunk_span' must be [start, end] with 0 <= start < end <= 2**53 - 1, got {preview(span)}"
+        f"{field!r} must be [start, end] with 0 <= start < end <= 2**53 - 1, got {preview(span)}"
     )
+
+
+def _doc_span(obj: dict[str, Any], chunk_span: tuple[int, int]) -> tuple[int, int] | None:
+    """The optional position hint: valid like ``chunk_span``, and as long, for both spans hold
+    the same text (a hint of another length was computed on other text, or in other units)."""
+    if obj.get("doc_span") is None:
+        return None
+    start, end = _span(obj, "doc_span")
+    if end - start != chunk_span[1] - chunk_span[0]:
+        raise RecordError(
+            f"'doc_span' [{start}, {end}] must cover as many characters as 'chunk_span' "
+            f"[{chunk_span[0]}, {chunk_span[1]}]: both point at the quote"
+        )
+    return start, end
 
 
 def _quote(obj: dict[str, Any]) -> str:
@@ -198,6 +212,7 @@ def _citation(
     own_answer_id = get("answer_id", answer_id)
     prefix, suffix, own_topic, source = get("prefix"), get("suffix"), get("topic"), get("source")
     emitted_at, sentence_index, claim = get("emitted_at"), get("sentence_index"), get("claim")
+    doc_span = get("doc_span")
     if (
         type(citation_id) is str
         and 0 < len(citation_id) <= MAX_ID_CHARS
@@ -231,6 +246,18 @@ def _citation(
         )
         and (emitted_at is None or (type(emitted_at) is str and _is_timestamp(emitted_at)))
         and (claim is None or type(claim) is str)
+        and (
+            doc_span is None
+            or (
+                type(doc_span) is list
+                and len(doc_span) == 2
+                and type(doc_span[0]) is int
+                and type(doc_span[1]) is int
+                and doc_span[0] >= 0
+                and doc_span[1] - doc_span[0] == span[1] - span[0]
+                and doc_span[1] <= MAX_OFFSET
+            )
+        )
     ):
         return Citation(
             citation_id,
@@ -248,6 +275,8 @@ def _citation(
             source,
             sentence_index,
             claim,
+            None if doc_span is None else doc_span[0],
+            None if doc_span is None else doc_span[1],
         )
     return _explained_citation(obj, answer_id, topic, sentences)
 
@@ -274,6 +303,7 @@ def _explained_citation(
     else:
         answer_id = _required_str(obj, "answer_id")
     start, end = _span(obj)
+    doc_span = _doc_span(obj, (start, end))
     own_topic = _optional_str(obj, "topic")
     return Citation(
         citation_id=_required_str(obj, "citation_id"),
@@ -291,6 +321,8 @@ def _explained_citation(
         source=_optional_str(obj, "source"),
         sentence_index=_sentence_index(obj, sentences),
         claim=_optional_str(obj, "claim", None),
+        doc_start=None if doc_span is None else doc_span[0],
+        doc_end=None if doc_span is None else doc_span[1],
     )
 
 

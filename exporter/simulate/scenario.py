@@ -16,6 +16,10 @@ With ``misclaim_share`` a cited claim misstates a number of its quote (the lexic
 it); with ``reworded_share`` one is restated after a lead-in ("According to the source, ..."),
 which the lexical judge cannot settle and a model judge can (the demo's share of them).
 
+With ``hint_share`` a citation carries ``doc_span``, its position in the whole document: a
+repeated sentence cited with a hint needs no context, in any document, so a sweep shows what the
+hint decides after a chunk-size change and what it must not decide after a re-extraction.
+
 The expected verdict of every citation is computed from the ground truth the generator keeps
 (where each sentence sits in each rendering), not by running the relocator.
 """
@@ -93,6 +97,8 @@ class ScenarioConfig:
     misclaim_share: float = 0.02
     # cited claims restated after a lead-in: faithful, but only a model judge can tell
     reworded_share: float = 0.0
+    # citations carrying doc_span, their position in the whole document (a position hint)
+    hint_share: float = 0.0
     invalid_lines: int = 0
     threshold: float = DEFAULT_THRESHOLD
 
@@ -120,10 +126,11 @@ class ScenarioConfig:
                 self.framing_share,
                 self.misclaim_share,
                 self.reworded_share,
+                self.hint_share,
             )
         ):
             raise ValueError(
-                "the uncited, framing, misclaim and reworded shares must each be in [0, 1]"
+                "the uncited, framing, misclaim, reworded and hint shares must each be in [0, 1]"
             )
         if self.answers < 1 or self.document_count < 1:
             raise ValueError("need at least one answer and one document")
@@ -297,6 +304,7 @@ class _Cited:
     last: int
     chunk: CutChunk
     with_context: bool
+    hinted: bool = False
 
 
 def _expected(cited: _Cited, record: dict[str, Any], threshold: float) -> dict[str, Any]:
@@ -330,11 +338,21 @@ def _expected(cited: _Cited, record: dict[str, Any], threshold: float) -> dict[s
     if any(i in doc.edited for i in range(cited.first, cited.last + 1)):
         return unrepaired | {"reason": "quote_not_found"}
     sentences = doc.document.sentences()
-    stock = cited.first == cited.last and sentences[cited.first] in _STOCK
-    if stock and not cited.with_context:
-        return unrepaired | {"reason": "ambiguous"}
+    copies = [k for k, s in enumerate(sentences) if s == sentences[cited.first]]
+    repeated = cited.first == cited.last and len(copies) > 1
     spans = doc.new_rendering.spans
     begin, finish = spans[cited.first][0], spans[cited.last][1]
+    how = "unique"
+    if repeated:
+        how = "context"
+        if not cited.with_context:
+            # the documented hint rule, from ground truth: the quote is still there byte for
+            # byte, at the offsets it had
+            old = doc.rendering.spans[cited.first]
+            held = (begin, finish) == old and doc.new_rendering.text[begin:finish] == quote
+            if not (cited.hinted and held):
+                return unrepaired | {"reason": "ambiguous"}
+            how = "position_hint"
     holder = next((c for c in doc.new_chunks if c.doc_offset <= begin and finish <= c.end), None)
     if holder is None:
         return unrepaired | {"reason": "straddles_chunks"}
@@ -346,19 +364,20 @@ def _expected(cited: _Cited, record: dict[str, Any], threshold: float) -> dict[s
             "chunk_id": f"{doc.doc_id}#{holder.ordinal}",
             "chunk_span": [begin - holder.doc_offset, finish - holder.doc_offset],
             "method": "exact" if new_text[begin:finish] == quote else "normalised",
+            "how": how,
             "shift": None if now is None else begin - (now.doc_offset + start),
         },
     }
 
 
-def _cite(rng: random.Random, doc: _Doc, config: ScenarioConfig) -> _Cited:
+def _cite(rng: random.Random, doc: _Doc, config: ScenarioConfig, hinted: bool) -> _Cited:
     chunk = rng.choice(doc.chunks)
     first = rng.randint(chunk.first_sentence, chunk.last_sentence)
     last = first + 1 if first < chunk.last_sentence and rng.random() < 0.2 else first
-    must_have_context = doc.change not in ("none", "resize")
+    must_have_context = doc.change not in ("none", "resize") and not hinted
     stock = first == last and doc.document.sentences()[first] in _STOCK
     with_context = rng.random() < config.context_share or (stock and must_have_context)
-    return _Cited(doc, first, last, chunk, with_context)
+    return _Cited(doc, first, last, chunk, with_context, hinted)
 
 
 def _citation_record(cited: _Cited, citation_id: str, answer_id: str) -> dict[str, Any]:
@@ -378,6 +397,8 @@ def _citation_record(cited: _Cited, citation_id: str, answer_id: str) -> dict[st
     if cited.with_context:
         record["prefix"] = text[max(0, begin - CONTEXT_LENGTH) : begin]
         record["suffix"] = text[finish : finish + CONTEXT_LENGTH]
+    if cited.hinted:
+        record["doc_span"] = [begin, finish]
     return record
 
 
@@ -463,6 +484,7 @@ def build_scenario(config: ScenarioConfig) -> Scenario:
     wording = random.Random(f"{config.seed}/sentences")
     misstating = random.Random(f"{config.seed}/misclaims")
     rewording = random.Random(f"{config.seed}/rewordings")  # draws apart: the rest stays as is
+    hinting = random.Random(f"{config.seed}/hints")
     citation_number = 0
     for answer_number in range(1, config.answers + 1):
         answer_id = f"ans-{answer_number:06d}"
@@ -472,7 +494,7 @@ def build_scenario(config: ScenarioConfig) -> Scenario:
         all_cited = []
         for _ in range(rng.randint(1, 4)):
             doc = home if rng.random() < 0.8 else rng.choice(docs)
-            cited = _cite(rng, doc, config)
+            cited = _cite(rng, doc, config, hinting.random() < config.hint_share)
             citation_number += 1
             record = _citation_record(cited, f"cit-{citation_number:07d}", answer_id)
             citations.append(record)

@@ -71,6 +71,7 @@ VERDICT_FIELDS: tuple[tuple[str, str], ...] = (
     ("reason", "string"),
     ("action", "string"),
     ("repair_method", "string"),
+    ("repair_how", "string"),
     ("shift", "long"),
     ("error", "string"),
     ("verdict", "string"),  # the JSON line the in-process sweep writes, without its newline
@@ -94,6 +95,8 @@ CITATION_FIELDS: tuple[tuple[str, str], ...] = (
     ("source", "string"),
     ("sentence_index", "long"),
     ("claim", "string"),
+    ("doc_start", "long"),
+    ("doc_end", "long"),
 )
 _CITATION_ATTRIBUTES = tuple(name for name, _ in CITATION_FIELDS[2:])
 
@@ -168,6 +171,7 @@ def verdict_row(
         "reason": verdict.reason,
         "action": verdict.action.value,
         "repair_method": None if repair is None else repair.method,
+        "repair_how": None if repair is None else repair.how,
         "shift": None if repair is None else repair.shift,
         "error": verdict.error,
         "verdict": verdict_json(verdict, evidence, line=line, index=index).decode()[:-1],

@@ -41,7 +41,11 @@ def chunk_counts(chunks: DataFrame, summary: SweepSummary, name: str) -> None:
 
 def verdict_counts(verdicts: DataFrame, summary: SweepSummary, name: str) -> None:
     """What SweepSummary.add_outcome adds for every verdict, added by count."""
-    counts = verdicts.groupBy("status", "reason", "repair_method", "shift").count().collect()
+    counts = (
+        verdicts.groupBy("status", "reason", "repair_method", "repair_how", "shift")
+        .count()
+        .collect()
+    )
     for row in counts:
         status, count = Status(row["status"]), row["count"]
         summary.statuses[status] += count
@@ -51,6 +55,7 @@ def verdict_counts(verdicts: DataFrame, summary: SweepSummary, name: str) -> Non
             summary.reasons[(status.value, row["reason"])] += count
         if row["repair_method"] is not None:
             summary.methods[row["repair_method"]] += count
+            summary.decided_by[row["repair_how"]] += count
             if row["shift"] is None:
                 summary.unknown_shifts += count
             else:
