@@ -69,3 +69,41 @@ def test_full_width_digits_count_as_numbers() -> None:
     assert text_matches(quote, quote.raw.replace("123", "\uff11\uff12\uff13"), 98)[0]
     matches, score = text_matches(quote, quote.raw.replace("123", "\uff11\uff12\uff14"), 98)
     assert score >= 98 and not matches
+
+
+GERMAN = (
+    "Kunden im Business-Tarif können innerhalb von 30 Tagen nach dem Kauf eine Erstattung "
+    "verlangen, sofern der Vertrag nichts anderes bestimmt, und zahlen die ungenutzten Plätze "
+    "nicht."
+)
+JAPANESE = (
+    "ビジネスプランのお客様は、購入後30日以内であれば返金を請求できます。"
+    "契約に別段の定めがある場合を除き、未使用の席の料金は請求されません。"
+    "詳しい条件については契約書の該当する条項をご確認ください。"
+)
+
+
+@pytest.mark.parametrize(
+    ("quote", "changed"),
+    [
+        pytest.param(GERMAN, GERMAN.replace("Plätze nicht.", "Plätze auch."), id="de nicht"),
+        pytest.param(GERMAN, GERMAN.replace("nichts anderes", "etwas anderes"), id="de nichts"),
+        pytest.param(GERMAN, GERMAN.replace("eine Erstattung", "keine Erstattung"), id="de kein"),
+        pytest.param(JAPANESE, JAPANESE.replace("請求されません", "請求されます"), id="ja masen"),
+        pytest.param(JAPANESE, JAPANESE.replace("未使用", "使用"), id="ja prefix"),
+        pytest.param(JAPANESE, JAPANESE.replace("請求できます", "請求できない"), id="ja nai"),
+    ],
+)
+def test_a_negation_changed_in_german_or_japanese_fails_above_the_threshold(
+    quote: str, changed: str
+) -> None:
+    assert changed != quote
+    matches, score = text_matches(FoldedQuote(quote), changed, 97.0)
+    assert score >= 97.0, "the point of this test is a change the ratio alone lets through"
+    assert not matches
+
+
+def test_german_and_japanese_text_rewrapped_still_matches() -> None:
+    for quote in (GERMAN, JAPANESE):
+        rewrapped = quote.replace("、", "、\n").replace(" nach ", "\nnach ")
+        assert text_matches(FoldedQuote(quote), rewrapped, 98.0) == (True, 100.0)

@@ -19,6 +19,7 @@ _INTERESTING = (
     "\u2018\u2019\u201c\u201d\u00ab"  # quotes
     "\ufb01\ufb02\uff21\u2026"  # ligatures, full-width A, ellipsis
     "e\u0301\u00e9\u00c5"  # combining and precomposed
+    "日本語。ア"  # CJK: no spaces between words
 )
 curated_text = st.text(alphabet=st.sampled_from(_INTERESTING), max_size=40)
 any_text = curated_text | st.text(max_size=30)
@@ -44,6 +45,12 @@ any_text = curated_text | st.text(max_size=30)
         pytest.param("well-known", "wellknown", id="compound hyphen folds like a broken one"),
         pytest.param("COVID-19 and 3-5", "COVID-19 and 3-5", id="hyphen next to digits kept"),
         pytest.param("not 30", "not 30", id="plain text untouched"),
+        pytest.param("日本語の\nテキスト", "日本語のテキスト", id="line break inside Japanese"),
+        pytest.param("削除する。 デフォルト", "削除する。デフォルト", id="space between CJK"),
+        pytest.param("東京\u3000大阪", "東京大阪", id="ideographic space between CJK"),
+        pytest.param("ls - ディレクトリ", "ls - ディレクトリ", id="space next to Latin kept"),
+        pytest.param("ｶﾀｶﾅ\nの", "カタカナの", id="half-width katakana"),
+        pytest.param("\uff11\uff12\uff13 日", "123 日", id="full-width digits are not CJK"),
     ],
 )
 def test_fold_examples(raw: str, folded: str) -> None:

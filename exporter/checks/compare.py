@@ -18,8 +18,16 @@ from exporter.checks.normalize import fold
 __all__ = ["Facts", "FoldedQuote", "facts", "similarity", "text_matches"]
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+# Negations in the languages the corpora prove (English, German, Japanese). Japanese has no
+# spaces to bound words, so its markers are matched as they stand: verb endings (ない, なかっ,
+# なく, ません, ず, ぬ) and the negating prefixes (不, 無, 非, 未). A few words merely contain
+# one (少ない "few", まず "first"); both sides of a comparison hold them alike, so they only
+# make a span cut mid-sentence less likely to pass.
 _NEGATION = re.compile(
-    r"\b(?:not|no|never|none|nothing|nobody|nowhere|neither|nor|cannot|without)\b|n't\b",
+    r"\b(?:not|no|never|none|nothing|nobody|nowhere|neither|nor|cannot|without)\b|n't\b"
+    r"|\b(?:nicht|nichts|nie|niemals|niemand(?:e[mn])?|nirgends|nirgendwo|weder|ohne"
+    r"|kein(?:e[mnrs]?)?|keineswegs)\b"
+    r"|ない|なかっ|なく|ません|ず(?!つ)|ぬ|[不無非未]",
     re.IGNORECASE,
 )
 

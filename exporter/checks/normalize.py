@@ -6,6 +6,12 @@ variants, non-breaking and zero-width spaces, soft hyphens, runs of whitespace a
 hyphenated across a line break. Folding both sides makes those differences vanish while keeping
 everything else, digits and negations included, intact.
 
+Chinese and Japanese put no spaces between words, so whitespace between two of their characters
+carries nothing: an extractor breaks their lines anywhere, with or without a space, and groff
+renders each line break of a page's source as a space. Such whitespace folds away entirely (as
+CSS Text removes a line break between two East Asian wide characters), and the same sentence
+wrapped at another width folds to the same text.
+
 The text is scanned once with a single regular expression that finds only the *irregular*
 places; plain text between them is copied verbatim. That keeps folding at C speed for the usual
 mostly-ASCII text, and lets :func:`fold` (text only, the hot path) and :func:`fold_with_map`
@@ -37,11 +43,17 @@ _UNICODE_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"
 _DASHES = "\\-" + _UNICODE_DASHES
 _LETTER = r"[^\W\d_]"
 _COMBINING = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+# Characters of scripts written without spaces between words: CJK punctuation (not the
+# ideographic space), hiragana, katakana, CJK ideographs and half-width katakana. Not the
+# full-width forms of ASCII, which fold to ASCII and may sit in words spaced as Latin.
+_CJK = "\u3001-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff61-\uff9f"
 
 _IRREGULAR = re.compile(
     # a hyphen (or soft hyphen, or invisible run) between letters (a letter may carry combining
     # marks), maybe with a line break
     rf"(?P<join>(?<={_LETTER}|[{_COMBINING}])[{_DASHES}{_INVISIBLE}]+(?:[^\S\n]*\n\s*)?(?={_LETTER}))"
+    # whitespace (and invisible) runs between two characters of a script without word spaces
+    rf"|(?P<cjk>(?<=[{_CJK}])[\s{_INVISIBLE}]+(?=[{_CJK}]))"
     # whitespace and invisible runs, except a lone plain space
     rf"|(?P<space>(?! (?![\s{_INVISIBLE}]))[\s{_INVISIBLE}]+)"
     # dash runs (invisible characters inside them included), and any single non-ASCII dash
@@ -80,7 +92,7 @@ def _fold_char(raw: str) -> str:
 
 def _fold_unit(match: re.Match[str]) -> str:
     kind = match.lastgroup
-    if kind == "join":
+    if kind in {"join", "cjk"}:
         return ""
     if kind == "space":
         return " " if any(c.isspace() for c in match.group()) else ""
