@@ -4,9 +4,12 @@ Prints figures; asserts nothing (performance targets live here, not in timed tes
 Needs the package installed (``citation-exporter`` on PATH), as ``./scripts/test`` does in .venv.
 
     python bench/sweep_bench.py [--answers 72000] [--naive-sample 20000] [--repeat 3]
+                                [--hint-share 0]
 
 1. Generates (once, cached under bench/out/) a scenario of about 180,000 citations of which about
-   8% drifted (documents re-chunked with a larger chunk size, or re-extracted).
+   8% drifted (documents re-chunked with a larger chunk size, or re-extracted); with
+   ``--hint-share`` that share of them carries ``doc_span`` (the repairs hints decided are
+   printed).
 2. Times the real command end to end, JSON in and out, as a subprocess: best of ``--repeat``
    runs, with the default worker count and with ``--jobs 1``; each also with
    ``--judge-sample 0``, for what drawing (and lexically judging) the default sample costs.
@@ -41,10 +44,11 @@ SHARES = {
 SCENARIO_VERSION = "s2"
 
 
-def _scenario(answers: int, seed: int) -> Path:
+def _scenario(answers: int, seed: int, hint_share: float) -> Path:
     # the generator's version is part of the name: a cached archive of an older one (answers
     # without real sentences, say) would be measured for what it no longer is
-    directory = HERE / "out" / f"scenario-{answers}-{seed}-{SCENARIO_VERSION}"
+    hinted = f"-hints{hint_share:g}" if hint_share else ""
+    directory = HERE / "out" / f"scenario-{answers}-{seed}-{SCENARIO_VERSION}{hinted}"
     if not (directory / "scenario.json").exists():
         command = [
             "citation-exporter",
@@ -58,6 +62,8 @@ def _scenario(answers: int, seed: int) -> Path:
         ]
         for flag, value in SHARES.items():
             command += [flag, value]
+        if hint_share:
+            command += ["--hint-share", str(hint_share)]
         subprocess.run(command, check=True)
     return directory
 
@@ -111,9 +117,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--naive-sample", type=int, default=20000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--hint-share", type=float, default=0.0)
     args = parser.parse_args()
 
-    directory = _scenario(args.answers, args.seed)
+    directory = _scenario(args.answers, args.seed, args.hint_share)
     wall, summary, peak = _time_sweep(directory, None, args.repeat)
     wall_one, _, peak_one = _time_sweep(directory, 1, args.repeat)
     # the sample for the entailment judge (2,000 by default) against none: what drawing it costs
@@ -137,6 +144,10 @@ def main() -> None:
     print(
         f"archive: {citations:,} citations, drift ratio {summary['drift_ratio']:.2%}, "
         f"superseded ratio {summary['superseded_ratio']:.2%} ({directory})"
+    )
+    print(
+        f"repairs by what told copies apart: {summary['repairs_decided_by']}; unrepaired "
+        f"reasons: {[(r['reason'], r['count']) for r in summary['reasons'] if r['status'] == 'drift_unrepaired']}"  # noqa: E501
     )
     print(
         f"sweep command, default jobs ({os.cpu_count()} CPUs): {wall:.2f} s wall "

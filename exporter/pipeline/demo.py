@@ -231,6 +231,7 @@ def run_demo(
         delete_share=0.0,
         reworded_share=REWORDED_SHARE,
         context_share=CONTEXT_SHARE,
+        boilerplate_share=1.0,  # every document repeats some stock sentences
         hint_share=HINT_SHARE,
     )
     phases = demo_phases(build_scenario(config), chunks_topic, answers_topic)
