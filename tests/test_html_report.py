@@ -187,6 +187,21 @@ def test_a_quote_holding_markup_shows_as_text(tmp_path: Path) -> None:
     assert hostile in page.text and "<b>src</b>" in page.text
 
 
+def test_an_example_says_what_told_its_place_apart_from_copies() -> None:
+    from exporter.outputs.html_report import render_report
+
+    summary = SweepSummary()
+    for citation_id, how in (("c1", "unique"), ("c2", "context"), ("c3", "position_hint")):
+        verdict = _drifted(citation_id, "quote")
+        assert verdict.repair is not None
+        verdict.repair = Repair("c#1", 10, 20, 100.0, "exact", 40, how)
+        summary.add(verdict, Evidence("quote", "other", "quote"))
+    text = Page(render_report(summary, fail_above=0.01)).text
+    assert text.count("found by exact") == 3
+    assert text.count("told from its copies by the stored context") == 1
+    assert text.count("told from its copies by its position hint (doc_span)") == 1
+
+
 def test_the_chart_has_a_bar_per_bucket_and_marks_the_clusters() -> None:
     shifts = Counter({40: 300, 41: 50, -3: 20, 900: 5})
     clusters = shift_clusters(shifts)

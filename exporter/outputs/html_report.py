@@ -136,6 +136,7 @@ def _example_view(example: Example) -> dict[str, Any]:
         "action": example.action,
         "shift": example.shift,
         "method": example.method,
+        "how": example.how,
         "has_evidence": evidence is not None,
         "quote": _segments(quote, recorded),
         "recorded": _segments(recorded, quote),

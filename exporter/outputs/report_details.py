@@ -52,6 +52,7 @@ class Example:
     shift: int | None
     method: str | None
     evidence: Evidence | None
+    how: str | None = None  # what told the place apart from copies of the quote
 
 
 @dataclass(slots=True)
@@ -127,6 +128,7 @@ class ReportDetails:
                     None if repair is None else repair.shift,
                     None if repair is None else repair.method,
                     evidence,
+                    None if repair is None else repair.how,
                 ),
             )
 
