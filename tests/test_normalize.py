@@ -50,6 +50,8 @@ any_text = curated_text | st.text(max_size=30)
         pytest.param("東京\u3000大阪", "東京大阪", id="ideographic space between CJK"),
         pytest.param("ls - ディレクトリ", "ls - ディレクトリ", id="space next to Latin kept"),
         pytest.param("ｶﾀｶﾅ\nの", "カタカナの", id="half-width katakana"),
+        pytest.param("no-\n を付ければ", "no- を付ければ", id="no hyphen join into Japanese"),
+        pytest.param("テスト-\nfoo", "テスト- foo", id="no hyphen join out of Japanese"),
         pytest.param("\uff11\uff12\uff13 日", "123 日", id="full-width digits are not CJK"),
     ],
 )

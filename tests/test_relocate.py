@@ -18,6 +18,7 @@ from exporter.checks.relocate import (
     NOT_FOUND,
     STRADDLES,
     UNIQUE,
+    PositionHint,
     Relocation,
     relocate,
 )
@@ -223,12 +224,14 @@ def _two_copies(gap: str = _LONG_FILLER) -> tuple[DocumentView, int, int]:
     return view, first, view.text.index(QUOTE, first + 1)
 
 
-def _hinted(view: DocumentView, at: int, **kwargs: object) -> Relocation:
+def _hinted(view: DocumentView, at: int, length: int | None = None, **kwargs: object) -> Relocation:
+    """Relocate QUOTE hinted at ``at`` in a document of ``length`` (the view's, by default)."""
+    hint = PositionHint(at, at + len(QUOTE), len(view.text) if length is None else length)
     return relocate(
         FoldedQuote(QUOTE),
         view,
         threshold=98.0,
-        hint=(at, at + len(QUOTE)),
+        hint=hint,
         **kwargs,  # type: ignore[arg-type]
     )
 
@@ -258,6 +261,16 @@ def test_a_hint_decides_between_adjacent_copies() -> None:
             at,
             BY_POSITION_HINT,
         )
+
+
+def test_a_hint_in_a_document_of_another_length_decides_nothing() -> None:
+    """ja/setfacl.1 rendered at 100 columns instead of 80: the re-wrap moved the copy closing
+    the next option's paragraph onto the very offsets the cited copy had, byte for byte. Only
+    the document's length tells that its text moved."""
+    view, first, second = _two_copies()
+    for length in (len(view.text) - 1, len(view.text) + 120):
+        assert _hinted(view, first, length).outcome == AMBIGUOUS
+        assert _hinted(view, second, length).outcome == AMBIGUOUS
 
 
 def test_a_copy_rewrapped_at_the_hinted_offsets_does_not_hold_it() -> None:
@@ -298,5 +311,6 @@ def test_context_comes_before_the_hint_and_a_hint_never_overrides_it() -> None:
 
 def test_a_unique_place_says_so() -> None:
     view = view_of(" ".join([FILLER[0], QUOTE, FILLER[1]]))
-    result = relocate(FoldedQuote(QUOTE), view, threshold=98.0, hint=(0, len(QUOTE)))
+    hint = PositionHint(0, len(QUOTE), len(view.text))
+    result = relocate(FoldedQuote(QUOTE), view, threshold=98.0, hint=hint)
     assert result.outcome == FOUND and result.how == UNIQUE

@@ -143,7 +143,8 @@ def archive(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     edge cases mixed in, chunk updates after the scenario's own."""
     directory = tmp_path_factory.mktemp("spark-archive")
     paths = write_scenario(
-        build_scenario(ScenarioConfig(seed=5, answers=600, invalid_lines=3)), directory
+        build_scenario(ScenarioConfig(seed=5, answers=600, invalid_lines=3, hint_share=0.5)),
+        directory,
     )
     chunks = paths["chunks"].read_bytes().splitlines()
     paths["chunks"].write_bytes(b"\n".join([*chunks, *_edge_chunks()]) + b"\n")

@@ -26,7 +26,7 @@ from typing import Any
 from exporter.checks.claims import RuleClassifier, SentenceClassifier
 from exporter.checks.compare import FoldedQuote, text_matches
 from exporter.checks.normalize import fold
-from exporter.checks.relocate import FOUND, UNIQUE, Budget, Place, relocate
+from exporter.checks.relocate import FOUND, UNIQUE, Budget, Place, PositionHint, relocate
 from exporter.checks.store import ChunkStore, DocumentView
 from exporter.checks.verdict import Action, FailedCheck, Repair, Status, Verdict
 from exporter.defaults import DEFAULT_HIGH_SEVERITY_TOPICS, DEFAULT_THRESHOLD, in_similarity_range
@@ -101,6 +101,14 @@ def check_or_report(
             index,
             reason="check_failed",
         )
+
+
+def _position_hint(citation: Citation) -> PositionHint | None:
+    """The citation's ``doc_span`` with its ``doc_length``: a hint needs both (see relocate)."""
+    start, end, length = citation.doc_start, citation.doc_end, citation.doc_length
+    if start is None or end is None or length is None:
+        return None
+    return PositionHint(start, end, length)
 
 
 def _shift(
@@ -220,7 +228,7 @@ def check_citation(citation: Citation, store: ChunkStore, policy: Policy) -> Ver
         prefix=citation.prefix,
         suffix=citation.suffix,
         cited_chunk_id=citation.chunk_id,
-        hint=citation.doc_span,
+        hint=_position_hint(citation),
         max_fuzzy_chars=policy.limits.max_quote_chars,
         budget=Budget(policy.limits.relocation_budget_ms / 1000.0),
     )

@@ -50,8 +50,10 @@ _CJK = "\u3001-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff61-
 
 _IRREGULAR = re.compile(
     # a hyphen (or soft hyphen, or invisible run) between letters (a letter may carry combining
-    # marks), maybe with a line break
-    rf"(?P<join>(?<={_LETTER}|[{_COMBINING}])[{_DASHES}{_INVISIBLE}]+(?:[^\S\n]*\n\s*)?(?={_LETTER}))"
+    # marks), maybe with a line break; not next to Chinese or Japanese, which never hyphenate
+    # ("no-" ending a line before "を付ければ" is an option's name, not half a word)
+    rf"(?P<join>(?<={_LETTER}|[{_COMBINING}])(?<![{_CJK}])[{_DASHES}{_INVISIBLE}]+"
+    rf"(?:[^\S\n]*\n\s*)?(?=(?![{_CJK}]){_LETTER}))"
     # whitespace (and invisible) runs between two characters of a script without word spaces
     rf"|(?P<cjk>(?<=[{_CJK}])[\s{_INVISIBLE}]+(?=[{_CJK}]))"
     # whitespace and invisible runs, except a lone plain space

@@ -55,6 +55,7 @@ __all__ = [
     "UNREPAIRED_OUTCOMES",
     "Budget",
     "Place",
+    "PositionHint",
     "Relocation",
     "relocate",
 ]
@@ -136,6 +137,16 @@ class Place:
     folded_end: int
     similarity: float
     method: str
+
+
+@dataclass(frozen=True, slots=True)
+class PositionHint:
+    """Where the quote was in its whole document at answer time (``doc_span``), and how long
+    that document was (``doc_length``): together, what :func:`_held_hint` trusts."""
+
+    start: int
+    end: int
+    doc_length: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,26 +313,32 @@ def _context_score(view: DocumentView, place: Place, prefix: str, suffix: str) -
     return sum(scores) / len(scores)
 
 
-def _held_hint(contenders: list[Place], hint: tuple[int, int]) -> Place | None:
+def _held_hint(contenders: list[Place], view: DocumentView, hint: PositionHint) -> Place | None:
     """The contender the position hint singles out: the one that *holds* it, or None.
 
-    A hint holds where the document still has the quote byte for byte, starting and ending
-    exactly at the hinted offsets. Nearness with a margin is no rule here, whatever the margin:
+    A hint holds where the document is as long as it was at answer time and has the quote byte
+    for byte, starting and ending exactly at the hinted offsets. No rule on positions alone is
+    safe, with a margin or without:
 
     - a chunk-size change leaves the document as it was, so the quote is exactly at its hint,
-      however close its copies (repeated sentences sit close together in real text: within 2%
-      of their position for 2-11% of the sentences of Debian's man pages);
-    - a re-extraction moves text by an amount that accumulates along the document: re-rendering
-      the same man pages at 65 to 120 columns moved text by 4% of its position at the median,
-      up to 31% (thousands of characters), so a copy at any distance may be the nearest one.
+      however close its copies (in Debian's man pages, a third of the repeated sentences have a
+      copy within 256 characters: any margin wide enough to matter refuses them);
+    - a re-extraction moves text by an amount that accumulates along the document: the same
+      man pages rendered at 65, 100 and 120 columns instead of 80 moved text by 4% of its
+      position at the median, up to 31% (thousands of characters). Nearness means nothing
+      there, and not even exactness: of the 23 repeated sentences whose hinted offsets still
+      held the quote byte for byte, 6 held a *neighbouring copy* moved there by the re-wrap
+      (short sentences closing consecutive option paragraphs).
 
-    Exactness separates the two: a re-extraction takes a wrong copy only if it moved that copy
-    onto the hinted offsets to the character at both ends with the same line breaks and spaces
-    inside. Measured, never: 0 of 12,731 repeated-sentence citations of those man pages
-    re-rendered at 65, 100 and 120 columns (German, Japanese and English).
+    What separates the two is the document, not the position: a chunk-size change keeps its
+    length, a re-extraction that moves text changes it (a re-wrap that only swaps spaces for
+    line breaks keeps every offset, so the quote is still the one at its hint). So the hint is
+    trusted only when the document assembled from the live chunks' offsets has ``doc_length``.
     """
+    if len(view.text) != hint.doc_length:
+        return None
     for place in contenders:
-        if (place.start, place.end) == hint and place.method == "exact":
+        if place.start == hint.start and place.end == hint.end and place.method == "exact":
             return place  # places are distinct spans: at most one holds the hint
     return None
 
@@ -333,7 +350,7 @@ def _choose(
     suffix: str | None,
     threshold: float,
     *,
-    hint: tuple[int, int] | None,
+    hint: PositionHint | None,
 ) -> tuple[Place, str] | None:
     """The one place the evidence supports and how it was told apart, or None when it does
     not single one out."""
@@ -347,7 +364,7 @@ def _choose(
     # the context nearest the quote decides; a megabyte of stored prefix must not cost seconds
     folded_prefix = fold(prefix[-2 * CONTEXT_CHARS :]).strip()[-CONTEXT_CHARS:] if prefix else ""
     folded_suffix = fold(suffix[: 2 * CONTEXT_CHARS]).strip()[:CONTEXT_CHARS] if suffix else ""
-    hinted = _held_hint(contenders, hint) if hint is not None else None
+    hinted = _held_hint(contenders, view, hint) if hint is not None else None
     if not (folded_prefix or folded_suffix):
         return None if hinted is None else (hinted, BY_POSITION_HINT)
     scores = [(_context_score(view, p, folded_prefix, folded_suffix), p) for p in contenders]
@@ -369,17 +386,17 @@ def relocate(
     prefix: str | None = None,
     suffix: str | None = None,
     cited_chunk_id: str | None = None,
-    hint: tuple[int, int] | None = None,
+    hint: PositionHint | None = None,
     max_fuzzy_chars: int | None = None,
     budget: Budget | None = None,
 ) -> Relocation:
     """Find ``quote`` in ``view``; prefer the cited chunk when several chunks hold the place.
 
     ``hint`` is where the quote was in the whole document at answer time (the citation's
-    ``doc_span``); it is used only when the view places its chunks at their document offsets,
-    so that its offsets are the document's. ``max_fuzzy_chars`` bounds the quotes searched for
-    approximately; ``budget`` bounds the CPU time of the whole search (none: unlimited, for tests
-    and tools).
+    ``doc_span`` and ``doc_length``); it is used only when the view places its chunks at their
+    document offsets, so that its offsets are the document's. ``max_fuzzy_chars`` bounds the
+    quotes searched for approximately; ``budget`` bounds the CPU time of the whole search (none:
+    unlimited, for tests and tools).
     """
     if not quote.text:
         return Relocation(NOT_FOUND)

@@ -188,6 +188,22 @@ def _quote(obj: dict[str, Any]) -> str:
     return quote
 
 
+def _doc_length(obj: dict[str, Any], doc_span: tuple[int, int] | None) -> int | None:
+    """The optional length of the document at answer time; ``doc_span`` must lie within it."""
+    length = obj.get("doc_length")
+    if length is None:
+        return None
+    if type(length) is not int or not 0 < length <= MAX_OFFSET:
+        raise RecordError(
+            f"'doc_length' must be an integer with 0 < length <= 2**53 - 1, got {preview(length)}"
+        )
+    if doc_span is not None and doc_span[1] > length:
+        raise RecordError(
+            f"'doc_span' [{doc_span[0]}, {doc_span[1]}] ends past 'doc_length' {length}"
+        )
+    return length
+
+
 def _is_timestamp(value: str) -> bool:
     if len(value) > 64:  # no RFC 3339 timestamp is this long; do not parse megabytes
         return False
@@ -212,7 +228,7 @@ def _citation(
     own_answer_id = get("answer_id", answer_id)
     prefix, suffix, own_topic, source = get("prefix"), get("suffix"), get("topic"), get("source")
     emitted_at, sentence_index, claim = get("emitted_at"), get("sentence_index"), get("claim")
-    doc_span = get("doc_span")
+    doc_span, doc_length = get("doc_span"), get("doc_length")
     if (
         type(citation_id) is str
         and 0 < len(citation_id) <= MAX_ID_CHARS
@@ -258,6 +274,14 @@ def _citation(
                 and doc_span[1] <= MAX_OFFSET
             )
         )
+        and (
+            doc_length is None
+            or (
+                type(doc_length) is int
+                and 0 < doc_length <= MAX_OFFSET
+                and (doc_span is None or doc_span[1] <= doc_length)
+            )
+        )
     ):
         return Citation(
             citation_id,
@@ -277,6 +301,7 @@ def _citation(
             claim,
             None if doc_span is None else doc_span[0],
             None if doc_span is None else doc_span[1],
+            doc_length,
         )
     return _explained_citation(obj, answer_id, topic, sentences)
 
@@ -304,6 +329,7 @@ def _explained_citation(
         answer_id = _required_str(obj, "answer_id")
     start, end = _span(obj)
     doc_span = _doc_span(obj, (start, end))
+    doc_length = _doc_length(obj, doc_span)
     own_topic = _optional_str(obj, "topic")
     return Citation(
         citation_id=_required_str(obj, "citation_id"),
@@ -323,6 +349,7 @@ def _explained_citation(
         claim=_optional_str(obj, "claim", None),
         doc_start=None if doc_span is None else doc_span[0],
         doc_end=None if doc_span is None else doc_span[1],
+        doc_length=doc_length,
     )
 
 

@@ -53,16 +53,11 @@ class Citation:
     source: str | None = None
     sentence_index: int | None = None
     claim: str | None = None  # the sentence this citation supports, for the entailment judge
-    # ``doc_span``: where the quote was in the whole document at answer time (a position hint)
+    # ``doc_span``: where the quote was in the whole document at answer time, and
+    # ``doc_length``: how long the document was then (together, a position hint)
     doc_start: int | None = None
     doc_end: int | None = None
-
-    @property
-    def doc_span(self) -> tuple[int, int] | None:
-        """The position hint, when the record carried one."""
-        if self.doc_start is None or self.doc_end is None:
-            return None
-        return self.doc_start, self.doc_end
+    doc_length: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

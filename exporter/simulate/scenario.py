@@ -16,9 +16,10 @@ With ``misclaim_share`` a cited claim misstates a number of its quote (the lexic
 it); with ``reworded_share`` one is restated after a lead-in ("According to the source, ..."),
 which the lexical judge cannot settle and a model judge can (the demo's share of them).
 
-With ``hint_share`` a citation carries ``doc_span``, its position in the whole document: a
-repeated sentence cited with a hint needs no context, in any document, so a sweep shows what the
-hint decides after a chunk-size change and what it must not decide after a re-extraction.
+With ``hint_share`` a citation carries ``doc_span`` and ``doc_length``, its position in the
+whole document and that document's length: a repeated sentence cited with a hint needs no
+context, in any document, so a sweep shows what the hint decides after a chunk-size change and
+what it must not decide after a re-extraction.
 
 The expected verdict of every citation is computed from the ground truth the generator keeps
 (where each sentence sits in each rendering), not by running the relocator.
@@ -346,10 +347,14 @@ def _expected(cited: _Cited, record: dict[str, Any], threshold: float) -> dict[s
     if repeated:
         how = "context"
         if not cited.with_context:
-            # the documented hint rule, from ground truth: the quote is still there byte for
-            # byte, at the offsets it had
+            # the documented hint rule, from ground truth: the document is as long as it was,
+            # and the quote is still there byte for byte, at the offsets it had
             old = doc.rendering.spans[cited.first]
-            held = (begin, finish) == old and doc.new_rendering.text[begin:finish] == quote
+            held = (
+                _tiled_length(doc.new_chunks) == _tiled_length(doc.chunks)
+                and (begin, finish) == old
+                and doc.new_rendering.text[begin:finish] == quote
+            )
             if not (cited.hinted and held):
                 return unrepaired | {"reason": "ambiguous"}
             how = "position_hint"
@@ -399,7 +404,13 @@ def _citation_record(cited: _Cited, citation_id: str, answer_id: str) -> dict[st
         record["suffix"] = text[finish : finish + CONTEXT_LENGTH]
     if cited.hinted:
         record["doc_span"] = [begin, finish]
+        record["doc_length"] = _tiled_length(doc.chunks)
     return record
+
+
+def _tiled_length(chunks: list[CutChunk]) -> int:
+    """A document's length as its chunks tile it: where its last chunk ends."""
+    return max(chunk.end for chunk in chunks)
 
 
 def _restated(doc: _Doc, first: int, last: int) -> str:

@@ -1,0 +1,442 @@
+"""Real text for the relocator: Debian's man pages in German, Japanese and English.
+
+Each page is rendered twice by groff, at 80 columns ("before") and at 100 ("re-extraction":
+every line rewrapped and re-justified), without hyphenation, so both renderings hold the same
+non-whitespace characters in the same order. That sequence is the ground truth: a span of one
+rendering maps to the other through its first and last non-whitespace character, so what the
+engine should answer is known without ever asking the engine.
+
+Used by tests/test_manpage_corpora.py; needs ``manpages-de``, ``manpages-ja`` and groff.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import random
+import re
+import subprocess
+from bisect import bisect_left
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from exporter.checks.compare import FoldedQuote, text_matches
+from exporter.checks.engine import Policy
+from exporter.defaults import DEFAULT_THRESHOLD
+from exporter.file_sweep import load_store, run_sweep
+from exporter.outputs.report import SweepSummary
+
+MAN = Path("/usr/share/man")
+# English pages are the originals of the German translations: the same commands in every
+# language, and a set that does not depend on whatever else the machine has installed.
+MAN_DIRS = {"de": MAN / "de" / "man1", "ja": MAN / "ja" / "man1", "en": MAN / "man1"}
+WIDTH_BEFORE = 80
+WIDTH_AFTER = 100
+CHUNK_CHARS = 1600
+RESIZED_CHUNK_CHARS = 2048
+PAGES = 40
+MIN_PAGE_CHARS, MAX_PAGE_CHARS = 3_000, 60_000
+MIN_QUOTE_CHARS, MAX_QUOTE_CHARS = 20, 400
+# sentences sampled per language besides every repeated one
+SAMPLED_QUOTES = 300
+RENDER_TIMEOUT = 30.0
+
+# Sentence ends; the terminator belongs to the sentence. Japanese ones never occur in the
+# German or English pages, so one expression serves all three languages.
+_SENTENCE_END = re.compile(r"\.(?=[ \n])|[!?](?= )|[。！？]")  # noqa: RUF001 (full-width)
+_SPACE = re.compile(r"\s+")
+_NON_SPACE = re.compile(r"\S")
+
+
+def render(page: Path, width: int) -> str | None:
+    """The page as plain text at ``width`` columns, or None when groff fails or prints nothing.
+
+    ``-k -K utf-8`` runs preconv (``preconv -e UTF-8``) inside groff: one process, not a pipe.
+    """
+    try:
+        source = gzip.decompress(page.read_bytes())
+        done = subprocess.run(
+            ["groff", "-k", "-K", "utf-8", "-man", "-Tutf8", "-P-cbou", f"-rLL={width}n", "-rHY=0"],
+            input=source,
+            capture_output=True,
+            timeout=RENDER_TIMEOUT,
+            env={**os.environ, "LC_ALL": "C.UTF-8"},
+            check=False,
+        )
+    except (OSError, EOFError, gzip.BadGzipFile, subprocess.TimeoutExpired):
+        return None
+    text = done.stdout.decode("utf-8", errors="replace")
+    if done.returncode != 0 or not text.strip() or "\x08" in text or "\x1b" in text:
+        return None
+    return text
+
+
+def squeeze(text: str) -> str:
+    """The text without any whitespace: what both renderings of a page share."""
+    return _SPACE.sub("", text)
+
+
+def occurrences(haystack: str, needle: str) -> int:
+    """How often ``needle`` occurs in ``haystack``, overlapping copies included."""
+    count, at = 0, haystack.find(needle)
+    while at != -1:
+        count += 1
+        at = haystack.find(needle, at + 1)
+    return count
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One man page in both renderings, with the positions of their non-whitespace characters."""
+
+    doc_id: str
+    before: str
+    after: str
+    squeezed: str
+    _before_marks: list[int] = field(repr=False)
+    _after_marks: list[int] = field(repr=False)
+
+    @classmethod
+    def of(cls, doc_id: str, before: str, after: str) -> Page:
+        before_marks = [m.start() for m in _NON_SPACE.finditer(before)]
+        after_marks = [m.start() for m in _NON_SPACE.finditer(after)]
+        return cls(doc_id, before, after, squeeze(before), before_marks, after_marks)
+
+    def to_after(self, start: int, end: int) -> tuple[int, int]:
+        """Map a span of ``before`` (starting and ending on non-whitespace) to ``after``."""
+        first = bisect_left(self._before_marks, start)
+        last = bisect_left(self._before_marks, end - 1)
+        return self._after_marks[first], self._after_marks[last] + 1
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """The pages kept for one language, and how many were dropped for rendering differently."""
+
+    pages: list[Page]
+    dropped: int
+
+
+def _candidates(language: str) -> list[Path]:
+    directory = MAN_DIRS[language]
+    names = sorted(p.name for p in directory.glob("*.1.gz") if not p.is_symlink())
+    if language == "en":
+        german = MAN_DIRS["de"]
+        names = [n for n in names if (german / n).is_file()]
+    return [directory / n for n in names]
+
+
+def _both(page: Path) -> tuple[str | None, str | None]:
+    before = render(page, WIDTH_BEFORE)
+    if before is None or not MIN_PAGE_CHARS <= len(before) <= MAX_PAGE_CHARS:
+        return None, None
+    return before, render(page, WIDTH_AFTER)
+
+
+def select_pages(language: str, wanted: int = PAGES) -> Selection:
+    """The first ``wanted`` pages of man1 by name whose rendering has a useful size.
+
+    Rendered a batch at a time on a few threads (groff does the work, in its own processes).
+    """
+    pages: list[Page] = []
+    dropped = 0
+    candidates = _candidates(language)
+    batch = 2 * (os.cpu_count() or 2)
+    with ThreadPoolExecutor(max_workers=batch) as pool:
+        for at in range(0, len(candidates), batch):
+            group = candidates[at : at + batch]
+            for path, (before, after) in zip(group, pool.map(_both, group), strict=True):
+                if before is None or after is None or len(pages) == wanted:
+                    continue
+                if squeeze(before) != squeeze(after):
+                    dropped += 1
+                    continue
+                doc_id = f"{language}/{path.name.removesuffix('.gz')}"
+                pages.append(Page.of(doc_id, before, after))
+            if len(pages) == wanted:
+                break
+    return Selection(pages, dropped)
+
+
+def load_page(language: str, name: str) -> Page | None:
+    """One named page (``setfacl.1``) in both renderings; None when it is absent or differs."""
+    before, after = _both(MAN_DIRS[language] / f"{name}.gz")
+    if before is None or after is None or squeeze(before) != squeeze(after):
+        return None
+    return Page.of(f"{language}/{name}", before, after)
+
+
+@dataclass(frozen=True, slots=True)
+class Cut:
+    """One chunk of a rendering: whole lines, ``text`` starting at ``doc_offset``."""
+
+    ordinal: int
+    doc_offset: int
+    text: str
+
+    @property
+    def end(self) -> int:
+        return self.doc_offset + len(self.text)
+
+
+def cut_lines(text: str, limit: int) -> list[Cut]:
+    """Greedy packing of whole lines into chunks of at most ``limit`` characters (a longer
+    line is a chunk of its own); the chunks are contiguous and cover the text."""
+    line_ends = [m.end() for m in re.finditer("\n", text)]
+    if not line_ends or line_ends[-1] != len(text):
+        line_ends.append(len(text))
+    bounds: list[tuple[int, int]] = []
+    start = end = 0
+    for line_end in line_ends:
+        if line_end - start > limit and end > start:
+            bounds.append((start, end))
+            start = end
+        end = line_end
+    if end > start:
+        bounds.append((start, end))
+    return [Cut(n, s, text[s:e]) for n, (s, e) in enumerate(bounds)]
+
+
+def holder(cuts: list[Cut], start: int, end: int) -> Cut | None:
+    """The chunk holding the whole span, or None when it straddles two."""
+    return next((c for c in cuts if c.doc_offset <= start and end <= c.end), None)
+
+
+def chunk_records(doc_id: str, cuts: list[Cut]) -> list[dict[str, Any]]:
+    return [
+        {
+            "doc_id": doc_id,
+            "doc_version": "v1",
+            "chunk_id": f"{doc_id}#{c.ordinal}",
+            "text": c.text,
+            "ordinal": c.ordinal,
+            "doc_offset": c.doc_offset,
+        }
+        for c in cuts
+    ]
+
+
+def sentences(text: str) -> Iterator[tuple[int, int]]:
+    """Spans of the sentences of ``text``, surrounding whitespace stripped."""
+    start = 0
+    for found in _SENTENCE_END.finditer(text):
+        sentence = text[start : found.end()]
+        stripped = sentence.lstrip()
+        begin = start + len(sentence) - len(stripped)
+        end = begin + len(stripped.rstrip())
+        if end > begin:
+            yield begin, end
+        start = found.end()
+
+
+@dataclass(frozen=True, slots=True)
+class Quote:
+    """A cited sentence of one page: its span in ``before`` and the chunk that held it."""
+
+    citation_id: str
+    page: Page
+    start: int
+    end: int
+    chunk: Cut
+    # its squeezed text occurs exactly once in the (squeezed) page: a place can be decided
+    decidable: bool
+
+    @property
+    def text(self) -> str:
+        return self.page.before[self.start : self.end]
+
+    def record(self, *, hinted: bool) -> dict[str, Any]:
+        """The citation as the answer side stored it: no prefix or suffix, maybe a hint (its
+        offsets in the page, and the page's length: the chunks cover it, line by line)."""
+        record: dict[str, Any] = {
+            "citation_id": self.citation_id,
+            "answer_id": f"ans-{self.citation_id}",
+            "doc_id": self.page.doc_id,
+            "doc_version": "v1",
+            "chunk_id": f"{self.page.doc_id}#{self.chunk.ordinal}",
+            "chunk_span": [self.start - self.chunk.doc_offset, self.end - self.chunk.doc_offset],
+            "quote": self.text,
+        }
+        if hinted:
+            record["doc_span"] = [self.start, self.end]
+            record["doc_length"] = len(self.page.before)
+        return record
+
+
+def quotes(language: str, pages: list[Page], sampled: int = SAMPLED_QUOTES) -> list[Quote]:
+    """Every repeated sentence, and ``sampled`` of the others, drawn with a fixed seed."""
+    repeated: list[Quote] = []
+    unique: list[Quote] = []
+    for page in pages:
+        cuts = cut_lines(page.before, CHUNK_CHARS)
+        for start, end in sentences(page.before):
+            chunk = holder(cuts, start, end)
+            if chunk is None or not MIN_QUOTE_CHARS <= end - start <= MAX_QUOTE_CHARS:
+                continue
+            copies = occurrences(page.squeezed, squeeze(page.before[start:end]))
+            quote = Quote("", page, start, end, chunk, copies == 1)
+            (unique if quote.decidable else repeated).append(quote)
+    chosen = repeated + random.Random(f"manpages/{language}").sample(
+        unique, min(sampled, len(unique))
+    )
+    return [
+        Quote(f"{language}-{n:05d}", q.page, q.start, q.end, q.chunk, q.decidable)
+        for n, q in enumerate(chosen)
+    ]
+
+
+def live_cuts(page: Page, change: str) -> tuple[str, list[Cut]]:
+    """The live text of a page after ``change`` and its chunks."""
+    if change == "none":
+        return page.before, cut_lines(page.before, CHUNK_CHARS)
+    if change == "resize":
+        return page.before, cut_lines(page.before, RESIZED_CHUNK_CHARS)
+    if change == "reextract":
+        return page.after, cut_lines(page.after, CHUNK_CHARS)
+    raise ValueError(f"unknown change {change!r}")
+
+
+def chunk_file_records(pages: list[Page], change: str) -> list[dict[str, Any]]:
+    """The before store, then the change as updates: new chunks replace the chunks of the same
+    id, and the chunk ids the new cut no longer has are deleted (as the scenario does)."""
+    records: list[dict[str, Any]] = []
+    updates: list[dict[str, Any]] = []
+    for page in pages:
+        before = chunk_records(page.doc_id, cut_lines(page.before, CHUNK_CHARS))
+        records += before
+        if change == "none":
+            continue
+        new = chunk_records(page.doc_id, live_cuts(page, change)[1])
+        gone = {r["chunk_id"] for r in before} - {r["chunk_id"] for r in new}
+        updates += new + [{"chunk_id": i, "deleted": True} for i in sorted(gone)]
+    return records + updates
+
+
+def sweep(
+    directory: Path, chunks: list[dict[str, Any]], citations: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Run the file sweep on these records, as tests/test_scenario.py does; the verdicts."""
+    chunks_path, citations_path = directory / "chunks.jsonl", directory / "citations.jsonl"
+    chunks_path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in chunks))
+    citations_path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in citations))
+    summary = SweepSummary()
+    store = load_store(str(chunks_path), summary)
+    out = io.BytesIO()
+    run_sweep(store, str(citations_path), Policy(), summary, out=out)
+    return [orjson.loads(line) for line in out.getvalue().splitlines()]
+
+
+@dataclass(slots=True)
+class Figures:
+    """What one sweep did with one language's citations, judged against the ground truth."""
+
+    language: str
+    change: str
+    hinted: bool
+    citations: int = 0
+    drifted: int = 0
+    # drifted, and the squeezed quote occurs once in the squeezed page
+    decidable: int = 0
+    # drifted, and the true place lies inside one live chunk
+    repairable: int = 0
+    repaired: int = 0
+    by_hint: int = 0
+    refused: int = 0
+    # not drifted by the contract's test, yet the recorded span is off the true place by a few
+    # characters (counted without whitespace): a similarity of 98 accepts a span that cuts off
+    # a letter or two
+    ok_shifted: int = 0
+    ok_max_shift: int = 0
+    wrong: list[str] = field(default_factory=list)
+    missed: list[str] = field(default_factory=list)
+    false_alarms: list[str] = field(default_factory=list)
+    methods: dict[str, int] = field(default_factory=dict)
+    # (status, reason) of every drifted citation
+    outcomes: dict[str, int] = field(default_factory=dict)
+
+    def line(self) -> str:
+        return (
+            f"{self.language} {self.change:<9} hints={'yes' if self.hinted else 'no ':<3} "
+            f"citations={self.citations} drifted={self.drifted} decidable={self.decidable} "
+            f"repairable={self.repairable} repaired={self.repaired} by_hint={self.by_hint} "
+            f"wrong={len(self.wrong)} refused_ambiguous={self.refused} "
+            f"missed={len(self.missed)} false_alarms={len(self.false_alarms)} "
+            f"ok_shifted={self.ok_shifted} (by up to {self.ok_max_shift}) "
+            f"methods={self.methods} drifted_outcomes={self.outcomes}"
+        )
+
+
+def _repaired_span(text: str, cuts: list[Cut], repair: dict[str, Any]) -> tuple[int, int]:
+    """A repair's place in the live document, surrounding whitespace trimmed."""
+    chunk = cuts[int(repair["chunk_id"].rsplit("#", 1)[1])]
+    start, end = (chunk.doc_offset + at for at in repair["chunk_span"])
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def _moved(text: str, here: int, there: int) -> int:
+    """Characters other than whitespace between two offsets of ``text``."""
+    return len(squeeze(text[min(here, there) : max(here, there)]))
+
+
+def _matches(quote: Quote, now: str) -> bool:
+    return text_matches(FoldedQuote(quote.text), now, DEFAULT_THRESHOLD)[0]
+
+
+def tally(
+    language: str, change: str, hinted: bool, chosen: list[Quote], verdicts: list[dict[str, Any]]
+) -> Figures:
+    """Hold every verdict to the ground truth of both renderings."""
+    figures = Figures(language, change, hinted, citations=len(chosen))
+    by_id = {v["citation_id"]: v for v in verdicts}
+    live: dict[str, tuple[str, list[Cut]]] = {}
+    for quote in chosen:
+        page = quote.page
+        if page.doc_id not in live:
+            live[page.doc_id] = live_cuts(page, change)
+        text, cuts = live[page.doc_id]
+        truth = (quote.start, quote.end)
+        if change == "reextract":
+            truth = page.to_after(quote.start, quote.end)
+        verdict = by_id[quote.citation_id]
+        status, reason, repair = verdict["status"], verdict["reason"], verdict["repair"]
+        if repair is not None:
+            figures.methods[repair["method"]] = figures.methods.get(repair["method"], 0) + 1
+            figures.by_hint += repair.get("how") == "position_hint"
+            if _repaired_span(text, cuts, repair) != truth:
+                figures.wrong.append(quote.citation_id)
+        # the contract's test of drift, as the scenario's ground truth applies it: the text at
+        # the recorded span, in the live chunk of the same id, still matches the quote
+        same = cuts[quote.chunk.ordinal] if quote.chunk.ordinal < len(cuts) else None
+        start, end = quote.start - quote.chunk.doc_offset, quote.end - quote.chunk.doc_offset
+        if same is not None and end <= len(same.text) and _matches(quote, same.text[start:end]):
+            if status != "ok":
+                figures.false_alarms.append(quote.citation_id)
+            at = same.doc_offset + start, same.doc_offset + end
+            shift = max(_moved(text, at[0], truth[0]), _moved(text, at[1], truth[1]))
+            if shift:
+                figures.ok_shifted += 1
+                figures.ok_max_shift = max(figures.ok_max_shift, shift)
+            continue
+        if quote.decidable and reason == "quote_not_found":
+            figures.false_alarms.append(quote.citation_id)
+        figures.drifted += 1
+        key = f"{status}/{reason}"
+        figures.outcomes[key] = figures.outcomes.get(key, 0) + 1
+        figures.decidable += quote.decidable
+        inside = holder(cuts, *truth) is not None
+        figures.repairable += inside
+        figures.repaired += status == "drift_repaired"
+        figures.refused += inside and reason == "ambiguous"
+        if quote.decidable and inside and status != "drift_repaired":
+            figures.missed.append(quote.citation_id)
+    return figures
