@@ -215,6 +215,8 @@ KEYS = (
     "sentence_index",
     "sentences",
     "claim",
+    "doc_span",
+    "doc_length",
     "text",
     "deleted",
     "doc_offset",
@@ -342,6 +344,10 @@ def near_citations(draw: st.DrawFn, world: list[dict[str, Any]]) -> dict[str, An
         record["suffix"] = draw(st.one_of(st.just(text[end:]), hostile_text))
     if draw(st.booleans()):
         record["topic"] = draw(st.sampled_from(["pricing", "legal", "howto"]))
+    if draw(st.booleans()):  # a position hint, true (for the chunk's own offset) or not
+        offset = chunk.get("doc_offset", 0) + draw(st.sampled_from([0, 0, 1, 10**6]))
+        record["doc_span"] = [offset + start, offset + end]
+        record["doc_length"] = offset + draw(st.sampled_from([len(text), end, 2**53 - 1]))
     span = st.one_of(
         st.tuples(INT64, INT64).map(list),
         st.tuples(EDGE_INTS, EDGE_INTS).map(list),
@@ -360,6 +366,8 @@ def near_citations(draw: st.DrawFn, world: list[dict[str, Any]]) -> dict[str, An
         "emitted_at": st.sampled_from(["2024-02-30T00:00:00Z", "2024-01-01T00:00:00Z", "9" * 70]),
         "sentence_index": st.one_of(INT64, EDGE_INTS),
         "answer_id": st.sampled_from(["a2", "a1", "\U0001f600" * 100]),
+        "doc_span": span,
+        "doc_length": st.one_of(INT64, EDGE_INTS),
     }
     return _mutate(draw, record, hostile)
 
