@@ -31,6 +31,7 @@ from exporter.checks.engine import Policy
 from exporter.defaults import DEFAULT_THRESHOLD
 from exporter.file_sweep import load_store, run_sweep
 from exporter.outputs.report import SweepSummary
+from exporter.records.fingerprint import document_fingerprint
 
 MAN = Path("/usr/share/man")
 # English pages are the originals of the German translations: the same commands in every
@@ -253,7 +254,7 @@ class Quote:
 
     def record(self, *, hinted: bool) -> dict[str, Any]:
         """The citation as the answer side stored it: no prefix or suffix, maybe a hint (its
-        offsets in the page, and the page's length: the chunks cover it, line by line)."""
+        offsets in the page, and the page's fingerprint: the chunks cover it, line by line)."""
         record: dict[str, Any] = {
             "citation_id": self.citation_id,
             "answer_id": f"ans-{self.citation_id}",
@@ -265,7 +266,7 @@ class Quote:
         }
         if hinted:
             record["doc_span"] = [self.start, self.end]
-            record["doc_length"] = len(self.page.before)
+            record["doc_sha256"] = document_fingerprint(self.page.before)
         return record
 
 

@@ -115,13 +115,9 @@ def test_one_bad_citation_in_an_answer_does_not_spoil_the_others() -> None:
             "'doc_span' [1010, 1043] must cover as many characters as 'chunk_span' [10, 42]",
             id="hint of another length",
         ),
-        pytest.param({"doc_length": 0}, "'doc_length' must be an integer", id="empty document"),
-        pytest.param({"doc_length": "9"}, "'doc_length' must be an integer", id="length text"),
-        pytest.param(
-            {"doc_span": [1010, 1042], "doc_length": 1041},
-            "'doc_span' [1010, 1042] ends past 'doc_length' 1041",
-            id="hint past the document",
-        ),
+        pytest.param({"doc_sha256": "ab" * 31}, "'doc_sha256' must be 64 hex", id="short hash"),
+        pytest.param({"doc_sha256": "xy" * 32}, "'doc_sha256' must be 64 hex", id="not hex"),
+        pytest.param({"doc_sha256": 7}, "'doc_sha256' must be 64 hexadecimal", id="hash number"),
     ],
 )
 def test_broken_citations_say_what_is_wrong(change: dict[str, Any], message: str) -> None:
@@ -234,10 +230,12 @@ _values = (
             [
                 *GOOD,
                 *("prefix", "suffix", "topic", "source", "emitted_at", "sentence_index"),
-                *("claim", "doc_span", "doc_length"),
+                *("claim", "doc_span", "doc_sha256"),
             ]
         ),
-        _values | st.tuples(st.integers(-2, 60), st.integers(-2, 60)).map(list),
+        _values
+        | st.tuples(st.integers(-2, 60), st.integers(-2, 60)).map(list)
+        | st.sampled_from(["ab" * 32, "AB" * 32, "ab" * 31, "g" * 64, "ab" * 32 + "\n"]),
     ),
     st.sampled_from([None, "a1", "zz"]),
 )
@@ -262,12 +260,12 @@ def test_fast_and_explained_decoders_accept_the_same_records(
 
 
 def test_a_citation_may_carry_its_position_in_the_document() -> None:
-    [citation] = decode_citations(GOOD | {"doc_span": [1010, 1042], "doc_length": 5000})
+    [citation] = decode_citations(GOOD | {"doc_span": [1010, 1042], "doc_sha256": "AB" * 32})
     assert isinstance(citation, Citation)
-    assert (citation.doc_start, citation.doc_end, citation.doc_length) == (1010, 1042, 5000)
-    [without] = decode_citations(GOOD | {"doc_span": None, "doc_length": None})
+    assert (citation.doc_start, citation.doc_end, citation.doc_sha256) == (1010, 1042, "ab" * 32)
+    [without] = decode_citations(GOOD | {"doc_span": None, "doc_sha256": None})
     assert isinstance(without, Citation)
-    assert (without.doc_start, without.doc_end, without.doc_length) == (None, None, None)
+    assert (without.doc_start, without.doc_end, without.doc_sha256) == (None, None, None)
 
 
 def test_a_citation_may_carry_the_claim_it_supports() -> None:

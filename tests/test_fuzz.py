@@ -22,6 +22,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import gzip
+import hashlib
 import io
 import json
 import math
@@ -216,7 +217,7 @@ KEYS = (
     "sentences",
     "claim",
     "doc_span",
-    "doc_length",
+    "doc_sha256",
     "text",
     "deleted",
     "doc_offset",
@@ -347,7 +348,7 @@ def near_citations(draw: st.DrawFn, world: list[dict[str, Any]]) -> dict[str, An
     if draw(st.booleans()):  # a position hint, true (for the chunk's own offset) or not
         offset = chunk.get("doc_offset", 0) + draw(st.sampled_from([0, 0, 1, 10**6]))
         record["doc_span"] = [offset + start, offset + end]
-        record["doc_length"] = offset + draw(st.sampled_from([len(text), end, 2**53 - 1]))
+        record["doc_sha256"] = draw(st.sampled_from(["0" * 64, hashlib.sha256(b"").hexdigest()]))
     span = st.one_of(
         st.tuples(INT64, INT64).map(list),
         st.tuples(EDGE_INTS, EDGE_INTS).map(list),
@@ -367,7 +368,7 @@ def near_citations(draw: st.DrawFn, world: list[dict[str, Any]]) -> dict[str, An
         "sentence_index": st.one_of(INT64, EDGE_INTS),
         "answer_id": st.sampled_from(["a2", "a1", "\U0001f600" * 100]),
         "doc_span": span,
-        "doc_length": st.one_of(INT64, EDGE_INTS),
+        "doc_sha256": st.one_of(hostile_text, st.sampled_from(["A" * 64, "a" * 63, "a" * 65])),
     }
     return _mutate(draw, record, hostile)
 

@@ -23,6 +23,7 @@ from exporter.checks.relocate import (
     relocate,
 )
 from exporter.checks.store import DocumentView
+from exporter.records.fingerprint import document_fingerprint
 
 QUOTE = "Backup snapshots are kept for 35 days unless the contract says otherwise."
 FILLER = [
@@ -224,9 +225,12 @@ def _two_copies(gap: str = _LONG_FILLER) -> tuple[DocumentView, int, int]:
     return view, first, view.text.index(QUOTE, first + 1)
 
 
-def _hinted(view: DocumentView, at: int, length: int | None = None, **kwargs: object) -> Relocation:
-    """Relocate QUOTE hinted at ``at`` in a document of ``length`` (the view's, by default)."""
-    hint = PositionHint(at, at + len(QUOTE), len(view.text) if length is None else length)
+def _hinted(
+    view: DocumentView, at: int, document: str | None = None, **kwargs: object
+) -> Relocation:
+    """Relocate QUOTE hinted at ``at`` in ``document`` as it was (the view's text, by default)."""
+    fingerprint = document_fingerprint(view.text if document is None else document)
+    hint = PositionHint(at, at + len(QUOTE), fingerprint)
     return relocate(
         FoldedQuote(QUOTE),
         view,
@@ -263,14 +267,42 @@ def test_a_hint_decides_between_adjacent_copies() -> None:
         )
 
 
-def test_a_hint_in_a_document_of_another_length_decides_nothing() -> None:
+def test_a_hint_in_a_document_whose_text_moved_decides_nothing() -> None:
     """ja/setfacl.1 rendered at 100 columns instead of 80: the re-wrap moved the copy closing
     the next option's paragraph onto the very offsets the cited copy had, byte for byte. Only
-    the document's length tells that its text moved."""
+    the document's fingerprint tells that its text moved."""
     view, first, second = _two_copies()
-    for length in (len(view.text) - 1, len(view.text) + 120):
-        assert _hinted(view, first, length).outcome == AMBIGUOUS
-        assert _hinted(view, second, length).outcome == AMBIGUOUS
+    for before in (view.text[1:], view.text + " " * 120, view.text.replace(" ", "  ", 1)):
+        assert _hinted(view, first, before).outcome == AMBIGUOUS
+        assert _hinted(view, second, before).outcome == AMBIGUOUS
+
+
+def test_a_fingerprint_ignores_only_the_kind_of_whitespace() -> None:
+    """A chunker that drops the newline between two chunks leaves a gap the view fills with a
+    space; a re-wrap that swaps spaces for line breaks moves nothing: both keep the hint."""
+    view, first, _ = _two_copies()
+    rewrapped = view.text.replace(" ", "\n", 5)
+    assert _hinted(view, first, rewrapped).how == BY_POSITION_HINT
+
+
+def test_a_hint_in_a_document_whose_blocks_were_reordered_decides_nothing() -> None:
+    """From a hostile review: an extractor that reads two columns in the other order keeps the
+    document's length, and the hinted offsets now hold the other column's copy byte for byte."""
+    lead_a, lead_b = "Alpha install notes. ", "Beta section is here "
+    column_a = lead_a + QUOTE + " Alpha is the default backend.\n"
+    column_b = lead_b + QUOTE + " Beta is experimental here!!\n"
+    assert len(lead_a) == len(lead_b)
+    before, after = column_a + column_b, column_b + column_a
+    assert len(before) == len(after)
+    cut = len(column_b)
+    chunks = [chunk_record("d", 0, after[:cut], doc_offset=0)]
+    chunks.append(chunk_record("d", 1, after[cut:], doc_offset=cut))
+    view = store_of(*chunks).document("d")
+    assert view is not None and view.text == after
+    cited = before.index(QUOTE)
+    assert view.text[cited : cited + len(QUOTE)] == QUOTE  # the other copy, where the cited was
+    hint = PositionHint(cited, cited + len(QUOTE), document_fingerprint(before))
+    assert relocate(FoldedQuote(QUOTE), view, threshold=98.0, hint=hint).outcome == AMBIGUOUS
 
 
 def test_a_copy_rewrapped_at_the_hinted_offsets_does_not_hold_it() -> None:
@@ -311,6 +343,6 @@ def test_context_comes_before_the_hint_and_a_hint_never_overrides_it() -> None:
 
 def test_a_unique_place_says_so() -> None:
     view = view_of(" ".join([FILLER[0], QUOTE, FILLER[1]]))
-    hint = PositionHint(0, len(QUOTE), len(view.text))
+    hint = PositionHint(0, len(QUOTE), document_fingerprint(view.text))
     result = relocate(FoldedQuote(QUOTE), view, threshold=98.0, hint=hint)
     assert result.outcome == FOUND and result.how == UNIQUE

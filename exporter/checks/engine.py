@@ -104,11 +104,11 @@ def check_or_report(
 
 
 def _position_hint(citation: Citation) -> PositionHint | None:
-    """The citation's ``doc_span`` with its ``doc_length``: a hint needs both (see relocate)."""
-    start, end, length = citation.doc_start, citation.doc_end, citation.doc_length
-    if start is None or end is None or length is None:
+    """The citation's ``doc_span`` with its ``doc_sha256``: a hint needs both (see relocate)."""
+    start, end, fingerprint = citation.doc_start, citation.doc_end, citation.doc_sha256
+    if start is None or end is None or fingerprint is None:
         return None
-    return PositionHint(start, end, length)
+    return PositionHint(start, end, fingerprint)
 
 
 def _shift(

@@ -141,12 +141,12 @@ class Place:
 
 @dataclass(frozen=True, slots=True)
 class PositionHint:
-    """Where the quote was in its whole document at answer time (``doc_span``), and how long
-    that document was (``doc_length``): together, what :func:`_held_hint` trusts."""
+    """Where the quote was in its whole document at answer time (``doc_span``), and that
+    document's fingerprint (``doc_sha256``): together, what :func:`_held_hint` trusts."""
 
     start: int
     end: int
-    doc_length: int
+    doc_sha256: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,7 +316,7 @@ def _context_score(view: DocumentView, place: Place, prefix: str, suffix: str) -
 def _held_hint(contenders: list[Place], view: DocumentView, hint: PositionHint) -> Place | None:
     """The contender the position hint singles out: the one that *holds* it, or None.
 
-    A hint holds where the document is as long as it was at answer time and has the quote byte
+    A hint holds where the document has the fingerprint it had at answer time and the quote byte
     for byte, starting and ending exactly at the hinted offsets. No rule on positions alone is
     safe, with a margin or without:
 
@@ -331,11 +331,13 @@ def _held_hint(contenders: list[Place], view: DocumentView, hint: PositionHint) 
       (short sentences closing consecutive option paragraphs).
 
     What separates the two is the document, not the position: a chunk-size change keeps its
-    length, a re-extraction that moves text changes it (a re-wrap that only swaps spaces for
-    line breaks keeps every offset, so the quote is still the one at its hint). So the hint is
-    trusted only when the document assembled from the live chunks' offsets has ``doc_length``.
+    text, a re-extraction that moves text changes it. Not always its length: an extractor that
+    reads two columns in the other order keeps that, and the hinted offsets then hold the other
+    column's copy. So the hint is trusted only when the document assembled from the live
+    chunks' offsets has the fingerprint ``doc_sha256`` (exporter.records.fingerprint: whitespace
+    kinds aside, the same characters at the same offsets).
     """
-    if len(view.text) != hint.doc_length:
+    if view.fingerprint != hint.doc_sha256:
         return None
     for place in contenders:
         if place.start == hint.start and place.end == hint.end and place.method == "exact":
@@ -393,7 +395,7 @@ def relocate(
     """Find ``quote`` in ``view``; prefer the cited chunk when several chunks hold the place.
 
     ``hint`` is where the quote was in the whole document at answer time (the citation's
-    ``doc_span`` and ``doc_length``); it is used only when the view places its chunks at their
+    ``doc_span`` and ``doc_sha256``); it is used only when the view places its chunks at their
     document offsets, so that its offsets are the document's. ``max_fuzzy_chars`` bounds the
     quotes searched for approximately; ``budget`` bounds the CPU time of the whole search (none:
     unlimited, for tests and tools).

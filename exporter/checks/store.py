@@ -27,6 +27,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from exporter.checks.normalize import FoldedText, fold_with_map, refold
+from exporter.records.fingerprint import document_fingerprint
 from exporter.records.schema import Chunk, ChunkDeletion
 
 __all__ = ["MAX_VIEW_BYTES", "ChunkStore", "DocumentView", "Placement"]
@@ -67,6 +68,7 @@ class DocumentView:
     _starts: tuple[int, ...] = field(init=False)
     _longest: int = field(init=False)
     _folded: FoldedText | None = field(default=None, init=False)
+    _fingerprint: str | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self._starts = tuple(p.start for p in self.placements)
@@ -78,6 +80,13 @@ class DocumentView:
         if self._folded is None:
             self._folded = fold_with_map(self.text)
         return self._folded
+
+    @property
+    def fingerprint(self) -> str:
+        """The text's fingerprint (what a citation's ``doc_sha256`` holds), on first use."""
+        if self._fingerprint is None:
+            self._fingerprint = document_fingerprint(self.text)
+        return self._fingerprint
 
     def fold_from(self, previous: DocumentView) -> None:
         """Fold this view reusing ``previous`` (an earlier view of the same document)."""

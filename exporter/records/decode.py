@@ -9,6 +9,7 @@ and the :class:`~exporter.records.limits.Limits` are enforced here, each named i
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterator
 from datetime import datetime
@@ -188,20 +189,25 @@ def _quote(obj: dict[str, Any]) -> str:
     return quote
 
 
-def _doc_length(obj: dict[str, Any], doc_span: tuple[int, int] | None) -> int | None:
-    """The optional length of the document at answer time; ``doc_span`` must lie within it."""
-    length = obj.get("doc_length")
-    if length is None:
+_SHA256 = re.compile(r"[0-9a-fA-F]{64}")
+
+
+def _is_sha256(value: object) -> bool:
+    return type(value) is str and len(value) == 64 and _SHA256.fullmatch(value) is not None
+
+
+def _doc_sha256(obj: dict[str, Any]) -> str | None:
+    """The optional fingerprint of the document at answer time (exporter.records.fingerprint)."""
+    value = obj.get("doc_sha256")
+    if value is None:
         return None
-    if type(length) is not int or not 0 < length <= MAX_OFFSET:
+    if not _is_sha256(value):
         raise RecordError(
-            f"'doc_length' must be an integer with 0 < length <= 2**53 - 1, got {preview(length)}"
+            "'doc_sha256' must be 64 hexadecimal digits (the SHA-256 of the document's text), "
+            f"got {preview(value)}"
         )
-    if doc_span is not None and doc_span[1] > length:
-        raise RecordError(
-            f"'doc_span' [{doc_span[0]}, {doc_span[1]}] ends past 'doc_length' {length}"
-        )
-    return length
+    assert type(value) is str
+    return value.lower()
 
 
 def _is_timestamp(value: str) -> bool:
@@ -228,7 +234,7 @@ def _citation(
     own_answer_id = get("answer_id", answer_id)
     prefix, suffix, own_topic, source = get("prefix"), get("suffix"), get("topic"), get("source")
     emitted_at, sentence_index, claim = get("emitted_at"), get("sentence_index"), get("claim")
-    doc_span, doc_length = get("doc_span"), get("doc_length")
+    doc_span, doc_sha256 = get("doc_span"), get("doc_sha256")
     if (
         type(citation_id) is str
         and 0 < len(citation_id) <= MAX_ID_CHARS
@@ -274,14 +280,7 @@ def _citation(
                 and doc_span[1] <= MAX_OFFSET
             )
         )
-        and (
-            doc_length is None
-            or (
-                type(doc_length) is int
-                and 0 < doc_length <= MAX_OFFSET
-                and (doc_span is None or doc_span[1] <= doc_length)
-            )
-        )
+        and (doc_sha256 is None or _is_sha256(doc_sha256))
     ):
         return Citation(
             citation_id,
@@ -301,7 +300,7 @@ def _citation(
             claim,
             None if doc_span is None else doc_span[0],
             None if doc_span is None else doc_span[1],
-            doc_length,
+            None if doc_sha256 is None else doc_sha256.lower(),
         )
     return _explained_citation(obj, answer_id, topic, sentences)
 
@@ -329,7 +328,7 @@ def _explained_citation(
         answer_id = _required_str(obj, "answer_id")
     start, end = _span(obj)
     doc_span = _doc_span(obj, (start, end))
-    doc_length = _doc_length(obj, doc_span)
+    doc_sha256 = _doc_sha256(obj)
     own_topic = _optional_str(obj, "topic")
     return Citation(
         citation_id=_required_str(obj, "citation_id"),
@@ -349,7 +348,7 @@ def _explained_citation(
         claim=_optional_str(obj, "claim", None),
         doc_start=None if doc_span is None else doc_span[0],
         doc_end=None if doc_span is None else doc_span[1],
-        doc_length=doc_length,
+        doc_sha256=doc_sha256,
     )
 
 

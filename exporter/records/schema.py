@@ -54,10 +54,10 @@ class Citation:
     sentence_index: int | None = None
     claim: str | None = None  # the sentence this citation supports, for the entailment judge
     # ``doc_span``: where the quote was in the whole document at answer time, and
-    # ``doc_length``: how long the document was then (together, a position hint)
+    # ``doc_sha256``: the document's fingerprint then (together, a position hint)
     doc_start: int | None = None
     doc_end: int | None = None
-    doc_length: int | None = None
+    doc_sha256: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,8 +16,8 @@ With ``misclaim_share`` a cited claim misstates a number of its quote (the lexic
 it); with ``reworded_share`` one is restated after a lead-in ("According to the source, ..."),
 which the lexical judge cannot settle and a model judge can (the demo's share of them).
 
-With ``hint_share`` a citation carries ``doc_span`` and ``doc_length``, its position in the
-whole document and that document's length: a repeated sentence cited with a hint needs no
+With ``hint_share`` a citation carries ``doc_span`` and ``doc_sha256``, its position in the
+whole document and that document's fingerprint: a repeated sentence cited with a hint needs no
 context, in any document, so a sweep shows what the hint decides after a chunk-size change and
 what it must not decide after a re-extraction.
 
@@ -36,6 +36,7 @@ from typing import Any
 
 from exporter.checks.compare import FoldedQuote, text_matches
 from exporter.defaults import DEFAULT_THRESHOLD
+from exporter.records.fingerprint import document_fingerprint
 from exporter.simulate.chunker import CutChunk, cut_by_groups, pack_sentences
 from exporter.simulate.text import (
     BOILERPLATE,
@@ -347,11 +348,12 @@ def _expected(cited: _Cited, record: dict[str, Any], threshold: float) -> dict[s
     if repeated:
         how = "context"
         if not cited.with_context:
-            # the documented hint rule, from ground truth: the document is as long as it was,
+            # the documented hint rule, from ground truth: the document has its fingerprint,
             # and the quote is still there byte for byte, at the offsets it had
             old = doc.rendering.spans[cited.first]
             held = (
-                _tiled_length(doc.new_chunks) == _tiled_length(doc.chunks)
+                _fingerprint(doc.new_rendering.text, doc.new_chunks)
+                == _fingerprint(doc.rendering.text, doc.chunks)
                 and (begin, finish) == old
                 and doc.new_rendering.text[begin:finish] == quote
             )
@@ -404,13 +406,14 @@ def _citation_record(cited: _Cited, citation_id: str, answer_id: str) -> dict[st
         record["suffix"] = text[finish : finish + CONTEXT_LENGTH]
     if cited.hinted:
         record["doc_span"] = [begin, finish]
-        record["doc_length"] = _tiled_length(doc.chunks)
+        record["doc_sha256"] = _fingerprint(text, doc.chunks)
     return record
 
 
-def _tiled_length(chunks: list[CutChunk]) -> int:
-    """A document's length as its chunks tile it: where its last chunk ends."""
-    return max(chunk.end for chunk in chunks)
+def _fingerprint(text: str, chunks: list[CutChunk]) -> str:
+    """The fingerprint of a document as its chunks tile it (to the end of its last chunk; the
+    whitespace between chunks, which no chunk holds, is a space in any case)."""
+    return document_fingerprint(text[: max(chunk.end for chunk in chunks)])
 
 
 def _restated(doc: _Doc, first: int, last: int) -> str:

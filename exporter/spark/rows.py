@@ -97,7 +97,7 @@ CITATION_FIELDS: tuple[tuple[str, str], ...] = (
     ("claim", "string"),
     ("doc_start", "long"),
     ("doc_end", "long"),
-    ("doc_length", "long"),
+    ("doc_sha256", "string"),
 )
 _CITATION_ATTRIBUTES = tuple(name for name, _ in CITATION_FIELDS[2:])
 
