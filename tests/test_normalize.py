@@ -51,6 +51,8 @@ any_text = curated_text | st.text(max_size=30)
         pytest.param("ls - ディレクトリ", "ls - ディレクトリ", id="space next to Latin kept"),
         pytest.param("ｶﾀｶﾅ\nの", "カタカナの", id="half-width katakana"),
         pytest.param("no-\n を付ければ", "no- を付ければ", id="no hyphen join into Japanese"),
+        pytest.param("此选项\uff0c\n请重新启动。", "此选项,请重新启动。", id="Chinese comma"),
+        pytest.param("\U00020b9f \n漢", "\U00020b9f漢", id="CJK extension B"),
         pytest.param("テスト-\nfoo", "テスト- foo", id="no hyphen join out of Japanese"),
         pytest.param("\uff11\uff12\uff13 日", "123 日", id="full-width digits are not CJK"),
     ],

@@ -44,9 +44,14 @@ _DASHES = "\\-" + _UNICODE_DASHES
 _LETTER = r"[^\W\d_]"
 _COMBINING = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
 # Characters of scripts written without spaces between words: CJK punctuation (not the
-# ideographic space), hiragana, katakana, CJK ideographs and half-width katakana. Not the
-# full-width forms of ASCII, which fold to ASCII and may sit in words spaced as Latin.
-_CJK = "\u3001-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff61-\uff9f"
+# ideographic space), hiragana, katakana, CJK ideographs (extensions beyond the BMP included),
+# full-width punctuation (the commas and colons of Chinese text) and half-width katakana. Not the
+# full-width letters and digits, which fold to ASCII and may sit in words spaced as Latin.
+_CJK = (
+    "\u3001-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+    "\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff9f"
+    "\U00020000-\U0003134f"
+)
 
 _IRREGULAR = re.compile(
     # a hyphen (or soft hyphen, or invisible run) between letters (a letter may carry combining
