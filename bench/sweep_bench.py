@@ -47,7 +47,8 @@ SCENARIO_VERSION = "s2"
 def _scenario(answers: int, seed: int, hint_share: float) -> Path:
     # the generator's version is part of the name: a cached archive of an older one (answers
     # without real sentences, say) would be measured for what it no longer is
-    hinted = f"-hints{hint_share:g}" if hint_share else ""
+    # hints are doc_span and doc_sha256 (an archive cached with another witness is not reused)
+    hinted = f"-hints{hint_share:g}-sha256" if hint_share else ""
     directory = HERE / "out" / f"scenario-{answers}-{seed}-{SCENARIO_VERSION}{hinted}"
     if not (directory / "scenario.json").exists():
         command = [

@@ -106,8 +106,9 @@ def add_parser(commands: Any) -> None:
         type=ratio,
         default=defaults.hint_share,
         metavar="F",
-        help="share of citations carrying doc_span, their position in the whole document; a "
-        "repeated sentence cited with one needs no prefix/suffix (default: %(default)s)",
+        help="share of citations carrying a position hint: doc_span and doc_sha256, where the "
+        "quote was in the whole document and that document's fingerprint; a repeated sentence "
+        "cited with one needs no prefix/suffix (default: %(default)s)",
     )
     simulate.add_argument(
         "--invalid-lines",
