@@ -99,7 +99,7 @@ class ScenarioConfig:
     misclaim_share: float = 0.02
     # cited claims restated after a lead-in: faithful, but only a model judge can tell
     reworded_share: float = 0.0
-    # citations carrying doc_span, their position in the whole document (a position hint)
+    # citations carrying a position hint: doc_span and the document's doc_sha256
     hint_share: float = 0.0
     invalid_lines: int = 0
     threshold: float = DEFAULT_THRESHOLD
@@ -154,6 +154,8 @@ class _Doc:
     new_chunks: list[CutChunk] = field(default_factory=list)
     edited: frozenset[int] = frozenset()
     new_chunker: str = ""
+    # the live document has the fingerprint it had: a position hint may hold in it
+    fingerprint_kept: bool = True
 
 
 @dataclass
@@ -284,6 +286,10 @@ def _make_doc(index: int, change: str, config: ScenarioConfig) -> _Doc:
         new_groups = pack_sentences(doc.new_rendering.spans, config.chunk_size)
         doc.new_chunks = cut_by_groups(doc.new_rendering.text, doc.new_rendering.spans, new_groups)
         doc.new_chunker = f"pdfx-1/sentence-{config.chunk_size}"
+    assert doc.new_rendering is not None
+    doc.fingerprint_kept = _fingerprint(doc.new_rendering.text, doc.new_chunks) == (
+        _fingerprint(rendering.text, doc.chunks)
+    )
     return doc
 
 
@@ -352,8 +358,7 @@ def _expected(cited: _Cited, record: dict[str, Any], threshold: float) -> dict[s
             # and the quote is still there byte for byte, at the offsets it had
             old = doc.rendering.spans[cited.first]
             held = (
-                _fingerprint(doc.new_rendering.text, doc.new_chunks)
-                == _fingerprint(doc.rendering.text, doc.chunks)
+                doc.fingerprint_kept
                 and (begin, finish) == old
                 and doc.new_rendering.text[begin:finish] == quote
             )
