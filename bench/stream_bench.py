@@ -29,6 +29,8 @@ from typing import Any
 
 import orjson
 
+from exporter.cli.common import ratio
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
@@ -118,7 +120,7 @@ def main() -> None:
     )
     parser.add_argument(
         "--judge-sample-rate",
-        type=float,
+        type=ratio,
         default=0.01,
         metavar="F",
         help="with --judge-latency: share of citations sampled (default: %(default)s)",
@@ -161,7 +163,7 @@ def main() -> None:
                 "judge": "openai",
                 "judge_base_url": server.base_url,
                 "judge_model": "bench",
-                "judge_sample_rate": str(args.judge_sample_rate),
+                "judge_sample_rate": f"{args.judge_sample_rate:%}",
             }
         exporter = ExporterProcess(bootstrap, topics, Path(workdir) / "exporter.log", **profiled)
         try:

@@ -6,12 +6,15 @@ need the same threshold, port and list syntax; they read them here, so a change 
 
 from __future__ import annotations
 
+import math
+
 __all__ = [
     "DEFAULT_HIGH_SEVERITY_TOPICS",
     "DEFAULT_METRICS_PORT",
     "DEFAULT_THRESHOLD",
     "comma_separated",
     "in_similarity_range",
+    "ratio_value",
     "similarity_threshold",
 ]
 
@@ -48,3 +51,41 @@ def similarity_threshold(value: float) -> float:
             f"(did you mean {value * 100:g}?)"
         )
     return value
+
+
+# A ratio as people type it: a share of 0 to 1, or a percentage (at most this many characters
+# are read: anything longer is no ratio, and is not echoed whole).
+_RATIO_CHARS = 40
+
+
+def ratio_value(value: str | float) -> float:
+    """A share in [0, 1] from ``0.01`` or ``1%``; ValueError naming both readings otherwise.
+
+    A bare number of 1 or more is refused rather than read: ``--fail-above 1`` was meant as 1%
+    far more often than as 100%, and a gate that reads it as 100% never fails. A person who
+    means all of it writes ``100%``.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"must be a ratio such as 0.01 or 1%, got {value}")
+    text = value.strip()[:_RATIO_CHARS] if isinstance(value, str) else f"{value:g}"
+    percent = isinstance(value, str) and text.endswith("%")
+    try:
+        number = float(text[:-1] if percent else text) if isinstance(value, str) else value
+    except ValueError:
+        raise ValueError(f"must be a ratio such as 0.01 or 1%, got {text!r}") from None
+    if not math.isfinite(number) or number < 0:
+        raise ValueError(f"must be a ratio from 0 to 1 (or 0% to 100%), got {text}")
+    if percent:
+        if number > 100:
+            raise ValueError(f"must be a percentage from 0% to 100%, got {text}")
+        return number / 100.0 + 0.0
+    if number >= 1:
+        return _refuse_bare(number, text)
+    return number + 0.0  # -0 is 0 (shown as -0.00% otherwise)
+
+
+def _refuse_bare(number: float, text: str) -> float:
+    """The refusal of a bare number of 1 or more, with both readings spelled out."""
+    if number > 100:
+        raise ValueError(f"{text} would mean {number * 100:g}%: a ratio is 0 to 1, or 0% to 100%")
+    raise ValueError(f"{text} would mean {number * 100:g}%: write {number:g}% or {number / 100:g}")

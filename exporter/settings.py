@@ -41,6 +41,7 @@ from exporter.defaults import (
     DEFAULT_METRICS_PORT,
     DEFAULT_THRESHOLD,
     comma_separated,
+    ratio_value,
     similarity_threshold,
 )
 from exporter.errors import SettingsError
@@ -120,6 +121,7 @@ class JudgeSettings(BaseSettings):
     judge_max_retries: int = Field(3, ge=0, le=10)
     judge_max_tokens: int = Field(16, ge=1, le=4096)
     # behind the response: the share of live citations judged, and what that may cost
+    # a ratio: 0.01 or "1%" (a bare 1 or more is refused, see exporter.defaults.ratio_value)
     judge_sample_rate: float = Field(0.01, ge=0.0, le=1.0)
     judge_queue_size: int = Field(1_000, ge=1, le=1_000_000)
     judge_budget_usd_per_hour: float | None = Field(None, ge=0.0, allow_inf_nan=False)
@@ -132,6 +134,14 @@ class JudgeSettings(BaseSettings):
     @classmethod
     def _empty_judge_value_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("judge_sample_rate", mode="before")
+    @classmethod
+    def _a_ratio(cls, value: object) -> object:
+        """``0.01`` and ``1%`` alike, from a variable or a file; a bare 1 or more is refused."""
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            return ratio_value(value)
+        return value
 
     @field_validator("judge_base_url")
     @classmethod

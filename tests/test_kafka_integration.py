@@ -461,7 +461,7 @@ def test_a_sample_is_judged_behind_the_response_and_misstated_claims_are_publish
         bootstrap,
         topics,
         tmp_path / "exporter.log",
-        judge_sample_rate="1.0",
+        judge_sample_rate="100%",
         judge_queue_size="100000",  # every citation sampled: room for all of them
     )
     checks = "citation_entailment_checks_total"

@@ -8,7 +8,7 @@ import os
 from datetime import UTC, datetime
 from typing import Any
 
-from exporter.defaults import comma_separated, similarity_threshold
+from exporter.defaults import comma_separated, ratio_value, similarity_threshold
 from exporter.errors import UsageError
 from exporter.records.limits import DEFAULT_LIMITS, Limits
 
@@ -83,10 +83,11 @@ def limits_from(args: argparse.Namespace) -> Limits:
 
 
 def ratio(text: str) -> float:
-    value = float(text)
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be a ratio between 0 and 1, got {text}")
-    return value + 0.0  # -0 is 0 (shown as -0.00% otherwise)
+    """A share typed as ``0.01`` or ``1%`` (a bare 1 or more is refused: see ratio_value)."""
+    try:
+        return ratio_value(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def threshold(text: str) -> float:

@@ -105,7 +105,7 @@ def _settings(args: argparse.Namespace) -> Settings:
             None,
             metrics_host="127.0.0.1",
             metrics_port=args.metrics_port,
-            judge_sample_rate=1.0,
+            judge_sample_rate="100%",
             **judging,
         )
     except SettingsError as exc:

@@ -153,7 +153,8 @@ def add_parser(commands: Any) -> None:
         type=ratio,
         default=0.01,
         metavar="RATIO",
-        help="exit 1 when drift / valid citations exceeds this (default: %(default)s)",
+        help="exit 1 when drift / valid citations exceeds this, written 1%% or 0.01 (a bare "
+        "1 or more is refused: it would mean 100%%) (default: 1%%)",
     )
     sweep.add_argument(
         "--threshold",
