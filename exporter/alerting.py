@@ -23,6 +23,15 @@ DRIFT_FOR = "15m"
 # Drift ratio of the last completed sweep (the post-re-index check) that pages.
 SWEEP_DRIFT_RATIO_PAGE = 0.01
 
+# Share of the last completed sweep's citations whose document is gone from the live store that
+# pages, at the drift sweep's line. A page, not a ticket: a citation to a vanished document is as
+# broken for a reader as a drifted one (the answer shows a source that opens nothing), and a
+# re-index that loses documents (a failed partition, a crawler that stopped early, a filter
+# that matched too much) is a deploy fault to roll back now, before answers built on the new
+# store pile up. Deleting documents on purpose seldom takes 1% of everything cited at once;
+# when it does, it is planned, and its window is silenced like any planned change.
+SWEEP_MISSING_RATIO_PAGE = 0.01
+
 # Superseded ratio that opens a ticket: documents were reissued (a content refresh). Never pages.
 SUPERSEDED_RATIO_TICKET = 0.10
 SUPERSEDED_FOR = "5m"

@@ -56,6 +56,14 @@ def similarity_threshold(value: float) -> float:
 # A ratio as people type it: a share of 0 to 1, or a percentage (at most this many characters
 # are read: anything longer is no ratio, and is not echoed whole).
 _RATIO_CHARS = 40
+# Characters of a refused value an error message shows, escapes included.
+_SHOWN_CHARS = 48
+
+
+def _shown(text: str) -> str:
+    """A typed value for a one-line error: control characters escaped, cut short."""
+    escaped = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+    return escaped if len(escaped) <= _SHOWN_CHARS else escaped[:_SHOWN_CHARS] + "..."
 
 
 def ratio_value(value: str | float) -> float:
@@ -72,15 +80,15 @@ def ratio_value(value: str | float) -> float:
     try:
         number = float(text[:-1] if percent else text) if isinstance(value, str) else value
     except ValueError:
-        raise ValueError(f"must be a ratio such as 0.01 or 1%, got {text!r}") from None
+        raise ValueError(f"must be a ratio such as 0.01 or 1%, got '{_shown(text)}'") from None
     if not math.isfinite(number) or number < 0:
-        raise ValueError(f"must be a ratio from 0 to 1 (or 0% to 100%), got {text}")
+        raise ValueError(f"must be a ratio from 0 to 1 (or 0% to 100%), got {_shown(text)}")
     if percent:
         if number > 100:
-            raise ValueError(f"must be a percentage from 0% to 100%, got {text}")
+            raise ValueError(f"must be a percentage from 0% to 100%, got {_shown(text)}")
         return number / 100.0 + 0.0
     if number >= 1:
-        return _refuse_bare(number, text)
+        return _refuse_bare(number, _shown(text))
     return number + 0.0  # -0 is 0 (shown as -0.00% otherwise)
 
 

@@ -235,9 +235,9 @@ def _panels(config: MixinConfig) -> list[dict[str, Any]]:
         _panel(
             "timeseries",
             "Failure reasons (inline)",
-            "Why citations failed: chunk_missing, out_of_bounds and quote_mismatch for drift "
-            "that was repaired; ambiguous, straddles_chunks and quote_not_found for drift that "
-            "was not; the failed check for superseded.",
+            "Why citations failed: chunk_missing, out_of_bounds, quote_mismatch and span_shifted "
+            "for drift that was repaired; ambiguous, straddles_chunks and quote_not_found for "
+            "drift that was not; the failed check for superseded.",
             [
                 _target(
                     "sum by (kind, reason) (rate(citation_failure_reasons_total"
@@ -268,15 +268,24 @@ def _panels(config: MixinConfig) -> list[dict[str, Any]]:
         ),
         _panel(
             "stat",
-            "Sweep drift ratio",
-            f"Drift found by the last completed sweep; pages above {c.SWEEP_DRIFT_RATIO_PAGE:.0%}.",
+            "Sweep drift and missing documents",
+            "Drift, and citations whose document is gone, found by the last completed sweep: "
+            f"drift pages above {c.SWEEP_DRIFT_RATIO_PAGE:.0%}, missing documents above "
+            f"{c.SWEEP_MISSING_RATIO_PAGE:.0%}.",
             [
                 _target(
                     f"sum by {q.by} (citation_sweep_citations"
                     f'{{status=~"drift_repaired|drift_unrepaired", {select}}})\n/\n'
                     f'sum by {q.by} (citation_sweep_citations{{status!="invalid", {select}}})',
-                    q.legend,
-                )
+                    f"drift {q.legend}",
+                ),
+                _target(
+                    f"sum by {q.by} (citation_sweep_citations"
+                    f'{{status="document_missing", {select}}})\n/\n'
+                    f'sum by {q.by} (citation_sweep_citations{{status!="invalid", {select}}})',
+                    f"missing documents {q.legend}",
+                    ref="B",
+                ),
             ],
             "percentunit",
             (12, 28, 6, 4),

@@ -161,6 +161,15 @@ class _Tests:
             _series(gauge, {**exporter, "status": "invalid"}, f"{invalid}x30"),
         ]
 
+    def sweep_missing(self, ok: int, missing: int, invalid: int = 0) -> list[dict[str, str]]:
+        """A completed sweep whose citations are ok or point at vanished documents."""
+        gauge, exporter = "citation_sweep_citations", self.exporter
+        return [
+            _series(gauge, {**exporter, "status": "ok"}, f"{ok}x30"),
+            _series(gauge, {**exporter, "status": "document_missing"}, f"{missing}x30"),
+            _series(gauge, {**exporter, "status": "invalid"}, f"{invalid}x30"),
+        ]
+
     def shared_sweep(self, shares: list[tuple[int, int]]) -> list[dict[str, str]]:
         """A sweep the group shared (sweeps_topic): each instance reports its partitions'
         (ok, drift) share."""
@@ -373,6 +382,20 @@ class _Tests:
                 "a shared sweep whose one share drifted 2% does not page on the group's 0.9%",
                 self.shared_sweep([(3000, 10), (3000, 0), (3910, 80)]),
                 [self.quiet(alert, 5)],
+            ),
+            _case(
+                "a sweep whose documents are all there does not page for missing ones, nor a "
+                "sweep with 0.9% of them gone",
+                self.sweep_missing(ok=9910, missing=90, invalid=500),
+                [self.quiet("CitationSweepDocumentsMissing", 5)],
+            ),
+            _case(
+                "a re-index that lost 30% of the cited documents pages, with drift at 0%",
+                self.sweep_missing(ok=7000, missing=3000, invalid=500),
+                [
+                    self.fires("CitationSweepDocumentsMissing", 5, (self.job, "30%")),
+                    self.quiet(alert, 5),
+                ],
             ),
         ]
 

@@ -49,6 +49,7 @@ class Names:
         self.drift_ratio = f"job:citation_drift_failures_per_check:ratio_{rate}"
         self.superseded_ratio = f"job:citation_superseded_failures_per_check:ratio_{rate}"
         self.sweep_drift_ratio = "job:citation_sweep_drift_failures_per_citation:ratio"
+        self.sweep_missing_ratio = "job:citation_sweep_document_missing_per_citation:ratio"
         coverage = f"rate{config.coverage_window}"
         self.instance_claims = f"instance:citation_answer_claim_sentences:{coverage}"
         self.instance_uncited = f"instance:citation_uncited_claims:{coverage}"
@@ -98,6 +99,14 @@ def _recording(config: MixinConfig) -> list[dict[str, Any]]:
             "expr": (
                 f"sum by {by_job} "
                 f'(citation_sweep_citations{{status=~"drift_repaired|drift_unrepaired", {sel}}})\n'
+                f'/\nsum by {by_job} (citation_sweep_citations{{status!="invalid", {sel}}})'
+            ),
+        },
+        {
+            "record": n.sweep_missing_ratio,
+            "expr": (
+                f"sum by {by_job} "
+                f'(citation_sweep_citations{{status="document_missing", {sel}}})\n'
                 f'/\nsum by {by_job} (citation_sweep_citations{{status!="invalid", {sel}}})'
             ),
         },
@@ -196,6 +205,17 @@ def _alerts(config: MixinConfig) -> list[dict[str, Any]]:
             "The last completed sweep of {{ $labels.job }} found {{ $value | humanizePercentage }} "
             f"of the archived citations drifted (page above {_percent(c.SWEEP_DRIFT_RATIO_PAGE)}, "
             f"normal about {_percent(c.DRIFT_RATIO_BASELINE)}): the last re-index moved spans.",
+        ),
+        _alert(
+            config,
+            "CitationSweepDocumentsMissing",
+            f"{n.sweep_missing_ratio}{{{sel}}} > {c.SWEEP_MISSING_RATIO_PAGE}",
+            "critical",
+            "The last sweep found citations whose documents are gone from the live store.",
+            "The last completed sweep of {{ $labels.job }} found {{ $value | humanizePercentage }} "
+            "of the archived citations pointing at documents the live store no longer has (page "
+            f"above {_percent(c.SWEEP_MISSING_RATIO_PAGE)}): the last re-index lost documents, "
+            "and answers citing them show sources that open nothing.",
         ),
         _alert(
             config,

@@ -108,3 +108,14 @@ def bootstrap() -> Iterator[str]:
 
     with kafka_broker() as address:
         yield address
+
+
+def sweep_json(
+    scenario: dict[str, Path], capsys: pytest.CaptureFixture[str], *extra: str
+) -> tuple[int, dict[str, Any]]:
+    """``citation-exporter sweep`` of a written scenario: its exit status and JSON summary."""
+    from exporter.cli import main
+
+    inputs = ["--chunks", str(scenario["chunks"]), "--citations", str(scenario["citations"])]
+    code = main(["sweep", *inputs, "--no-progress", "--format", "json", *extra])
+    return code, json.loads(capsys.readouterr().out)

@@ -248,7 +248,7 @@ def test_console_script_help_teaches_exit_codes() -> None:
         text=True,
         check=True,
     )
-    assert "1    sweep only: the drift ratio is above --fail-above" in done.stdout
+    assert "1    the gate failed: drift above --fail-above, or missing documents" in done.stdout
     assert "3    internal error" in done.stdout
     assert "--example" in done.stdout
 

@@ -25,6 +25,7 @@ from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status
 from exporter.cli import main
 from exporter.file_sweep import load_store, run_sweep
+from exporter.outputs.gate import Gate
 from exporter.outputs.metrics import ExporterMetrics, SourceLabels
 from exporter.outputs.report import SweepSummary
 from exporter.outputs.verdicts import verdict_json, verdict_key
@@ -529,7 +530,7 @@ def test_the_summary_adds_up_coverage_and_keeps_the_error() -> None:
         _answer([3], _citation(1, 0)),
     ):
         summary.add_outcome(_check(value, mode=Mode.SWEEP), "answers.jsonl:1")
-    report = summary.to_json(0.01)["coverage"]
+    report = summary.to_json(Gate())["coverage"]
     assert report == {
         "answers": 3,
         "claims": 3 + 1 + 1,
@@ -546,7 +547,7 @@ def test_the_summary_adds_up_coverage_and_keeps_the_error() -> None:
     assert summary.errors == [
         "answers.jsonl:1 sentences: 'sentences' must be a list of strings, but item #0 is int"
     ]
-    text = summary.render_text(0.01)
+    text = summary.render_text(Gate())
     assert "coverage: 3 answers judged; 5 claims, 3 framing" in text
     assert "uncited ratio      60.00%   3 claims without a citation, in 2 answers" in text
     assert "uncited by topic: billing 2, legal 1" in text

@@ -209,7 +209,7 @@ def test_the_board_shows_what_on_call_needs() -> None:
         "last sweep completed",
         "sweep duration",
         "citations per status",
-        "sweep drift ratio",
+        "sweep drift and missing documents",
         "failure reasons",
         "top sources by drift ratio",
         "consumer lag",

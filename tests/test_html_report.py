@@ -23,6 +23,7 @@ from exporter.checks.evidence import Evidence
 from exporter.checks.verdict import Action, Repair, Status, Verdict
 from exporter.cli import main
 from exporter.cli.report import read_verdicts
+from exporter.outputs.gate import Gate
 from exporter.outputs.html_report import AuditAssumptions, explain_cluster, report_view
 from exporter.outputs.report import SweepSummary
 from exporter.outputs.report_details import (
@@ -181,7 +182,7 @@ def test_a_quote_holding_markup_shows_as_text(tmp_path: Path) -> None:
     summary.add(_drifted("c2", "q", shift=None, source="<b>src</b>"), Evidence("q", None, None))
     from exporter.outputs.html_report import render_report
 
-    html = render_report(summary, fail_above=0.01)
+    html = render_report(summary, gate=Gate())
     page = Page(html)
     assert page.tags["script"] == 0 and page.tags["img"] == 0 and page.tags["b"] == 0
     assert hostile in page.text and "<b>src</b>" in page.text
@@ -196,7 +197,7 @@ def test_an_example_says_what_told_its_place_apart_from_copies() -> None:
         assert verdict.repair is not None
         verdict.repair = Repair("c#1", 10, 20, 100.0, "exact", 40, how)
         summary.add(verdict, Evidence("quote", "other", "quote"))
-    text = Page(render_report(summary, fail_above=0.01)).text
+    text = Page(render_report(summary, gate=Gate())).text
     assert text.count("found by exact") == 3
     assert text.count("told from its copies by the stored context") == 1
     assert text.count("told from its copies by its position hint (doc_span)") == 1
@@ -332,7 +333,7 @@ def test_the_hand_audit_is_the_issue_s_arithmetic() -> None:
     for i in range(1000):
         summary.add(_drifted(f"c{i}", "q") if i < 20 else _ok(f"c{i}"))
     summary.elapsed_seconds = 2.0
-    audit = report_view(summary, fail_above=0.01)["audit"]
+    audit = report_view(summary, gate=Gate())["audit"]
     assert audit["citations_read"] == pytest.approx(50 * 2.6)  # a week's 50 answers
     assert audit["drifted_read"] == pytest.approx(130 * 0.02)  # at the measured 2%
     assert audit["flagged"] == pytest.approx(130 * 0.02 * 0.25)  # a reviewer catches a quarter
@@ -340,7 +341,7 @@ def test_the_hand_audit_is_the_issue_s_arithmetic() -> None:
     assert audit["weeks_to_read_archive"] == pytest.approx(1000 / 130)
     assert (audit["sweep_citations"], audit["sweep_drift"]) == (1000, 20)
     other = AuditAssumptions(answers_per_week=10, citations_per_answer=2.0, catch_rate=0.5)
-    assert report_view(summary, fail_above=None, assumptions=other)["audit"]["flagged"] == (
+    assert report_view(summary, gate=None, assumptions=other)["audit"]["flagged"] == (
         pytest.approx(20 * 0.02 * 0.5)
     )
 

@@ -11,12 +11,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
+from conftest import sweep_json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from exporter.cli import main
 from exporter.defaults import ratio_value
 from exporter.settings import SettingsError, load_judge_settings
 from exporter.simulate.files import write_scenario
@@ -33,23 +32,8 @@ def drifting(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def _gate(
     scenario: dict[str, Path], fail_above: str, capsys: pytest.CaptureFixture[str]
 ) -> dict[str, Any]:
-    code = main(
-        [
-            "sweep",
-            "--chunks",
-            str(scenario["chunks"]),
-            "--citations",
-            str(scenario["citations"]),
-            "--no-progress",
-            "--format",
-            "json",
-            "--fail-above",
-            fail_above,
-        ]
-    )
-    summary = orjson.loads(capsys.readouterr().out)
-    summary["exit"] = code
-    return summary
+    code, summary = sweep_json(scenario, capsys, "--fail-above", fail_above)
+    return summary | {"exit": code}
 
 
 @pytest.mark.parametrize("typed", ["1%", "0.01", " 1 %", "1.0%"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from exporter.checks.verdict import Action, Repair, Status, Verdict
+from exporter.outputs.gate import Gate
 from exporter.outputs.report import SweepSummary, shift_clusters
 
 
@@ -48,8 +49,8 @@ def test_summary_keeps_drift_and_superseded_apart() -> None:
     assert summary.valid == 99
     assert summary.drift_ratio == 3 / 99
     assert summary.superseded_ratio == 1 / 99
-    assert not summary.passed(0.01) and summary.passed(0.05)
-    text = summary.render_text(0.01)
+    assert not summary.passed(Gate()) and summary.passed(Gate(drift_above=0.05))
+    text = summary.render_text(Gate())
     assert "drift ratio         3.03%" in text
     assert "superseded ratio    1.01%" in text
     assert "-> FAIL" in text
@@ -70,8 +71,8 @@ def test_merge_adds_partial_summaries() -> None:
 
 def test_empty_sweep_reports_zero_ratios() -> None:
     summary = SweepSummary()
-    assert summary.drift_ratio == 0.0 and summary.passed(0.0)
-    assert summary.to_json(0.01)["citations"] == 0
-    assert "no chunk was loaded" in summary.render_text(0.01)
+    assert summary.drift_ratio == 0.0 and summary.passed(Gate(drift_above=0.0, missing_above=0.0))
+    assert summary.to_json(Gate())["citations"] == 0
+    assert "no chunk was loaded" in summary.render_text(Gate())
     summary.chunks_loaded = 10
-    assert "no valid citations were read" in summary.render_text(0.01)
+    assert "no valid citations were read" in summary.render_text(Gate())

@@ -93,6 +93,7 @@ def test_recording_rules_are_named_level_metric_operations() -> None:
         "job:citation_drift_failures_per_check:ratio_rate15m",
         "job:citation_superseded_failures_per_check:ratio_rate15m",
         "job:citation_sweep_drift_failures_per_citation:ratio",
+        "job:citation_sweep_document_missing_per_citation:ratio",
         "instance:citation_answer_claim_sentences:rate1h",
         "instance:citation_uncited_claims:rate1h",
         "job:citation_answer_claim_sentences:rate1h",
@@ -128,6 +129,7 @@ def test_every_alert_has_severity_summary_description_and_a_runbook_in_the_readm
     assert {a["alert"] for a in alerts} == {
         "CitationDriftRateHigh",
         "CitationSweepDriftHigh",
+        "CitationSweepDocumentsMissing",
         "CitationContentRefreshDetected",
         "CitationExporterDown",
         "CitationExporterAbsent",
@@ -150,9 +152,14 @@ def test_every_alert_has_severity_summary_description_and_a_runbook_in_the_readm
         assert str(alert["alert"]).lower() in anchors, f"README has no runbook for {alert}"
 
 
-def test_only_drift_pages() -> None:
+def test_only_what_readers_see_broken_pages() -> None:
+    """Drift, and a sweep that found cited documents gone; never a refresh, coverage or judge."""
     critical = {r["alert"] for r in _rules() if r.get("labels", {}).get("severity") == "critical"}
-    assert critical == {"CitationDriftRateHigh", "CitationSweepDriftHigh"}
+    assert critical == {
+        "CitationDriftRateHigh",
+        "CitationSweepDriftHigh",
+        "CitationSweepDocumentsMissing",
+    }
 
 
 # --- the config ---------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from rapidfuzz import fuzz
 
 from exporter.checks.normalize import fold
 
-__all__ = ["Facts", "FoldedQuote", "facts", "similarity", "text_matches"]
+__all__ = ["Facts", "FoldedQuote", "facts", "similarity", "span_too_long", "text_matches"]
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 # Negations in the languages the corpora prove (English, German, Japanese). Japanese has no
@@ -74,11 +74,18 @@ class FoldedQuote:
         return self._facts
 
 
+def span_too_long(quote: FoldedQuote, raw_text: str) -> bool:
+    """Whether a span is so much longer than its quote that it cannot hold it, whatever folding
+    would make of it: then it is not folded at all (it may be a whole chunk crafted to fold
+    slowly)."""
+    return len(raw_text) > _SPAN_FOLD_FACTOR * len(quote.raw) + _LENGTH_SLACK
+
+
 def text_matches(quote: FoldedQuote, raw_text: str, threshold: float) -> tuple[bool, float]:
     """Compare the raw text now at a span with the quote: (matches, similarity 0-100)."""
     if raw_text == quote.raw:
         return True, 100.0
-    if len(raw_text) > _SPAN_FOLD_FACTOR * len(quote.raw) + _LENGTH_SLACK:
+    if span_too_long(quote, raw_text):
         # a span this much longer than its quote cannot hold it, whatever folding would make of
         # it: say so without folding up to a whole chunk of text crafted to fold slowly
         shorter = len(quote.text)

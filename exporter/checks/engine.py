@@ -4,8 +4,11 @@ The order of the checks is the contract:
 
 1. the document must be live, else ``document_missing``;
 2. the cited chunk must exist and hold the span, else ``chunk_missing`` / ``out_of_bounds``;
-3. the text at the span must match the quote (folded similarity >= threshold, same numbers and
-   negations), else ``quote_mismatch``;
+3. the text at the span must hold the quote: folded equality (typography moves nothing), else,
+   when the folded quote sits a few characters away in the chunk, ``span_shifted`` (the span
+   moved, or its end was cut: see exporter.checks.nearby), else the folded similarity at least
+   the threshold with the same numbers and negations (a text that changed a little), else
+   ``quote_mismatch``;
 4. a failure on an older recorded version is ``superseded`` and is never relocated (moving an old
    answer onto a reissued document would cite sentences it never saw); on the live version it is
    drift, and the quote is relocated across the whole document.
@@ -24,7 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from exporter.checks.claims import RuleClassifier, SentenceClassifier
-from exporter.checks.compare import FoldedQuote, text_matches
+from exporter.checks.compare import FoldedQuote, span_too_long, text_matches
+from exporter.checks.nearby import quote_nearby
 from exporter.checks.normalize import fold
 from exporter.checks.relocate import FOUND, UNIQUE, Budget, Place, PositionHint, relocate
 from exporter.checks.store import ChunkStore, DocumentView
@@ -127,6 +131,29 @@ def _shift(
     return None
 
 
+def _compare(
+    quote: FoldedQuote, chunk_text: str, citation: Citation, policy: Policy
+) -> tuple[bool, float | None, bool]:
+    """(matches, similarity, moved) of a span that does not hold its quote verbatim.
+
+    Folded equality at the span is typography, which moves nothing. Else a copy of the folded
+    quote near the span means the span moved (see exporter.checks.nearby); only when there is
+    none does the similarity line decide, for a text that itself changed a little.
+    """
+    text = chunk_text[citation.start : citation.end]
+    if not span_too_long(quote, text) and fold(text).strip() == quote.text:
+        return True, 100.0, False
+    nearby = quote_nearby(quote, chunk_text, citation.start, citation.end, policy.threshold)
+    if nearby.held:
+        return True, 100.0, False
+    if len(quote.text) > policy.limits.max_quote_chars:
+        # too long to compare approximately: folded equality only, and no similarity
+        return False, None, nearby.moved
+    matches, similarity = text_matches(quote, text, policy.threshold)
+    # moved, the similarity at the span is still reported: how far off a reader would be
+    return matches and not nearby.moved, similarity, nearby.moved
+
+
 def _verdict(
     citation: Citation,
     status: Status,
@@ -177,16 +204,14 @@ def check_citation(citation: Citation, store: ChunkStore, policy: Policy) -> Ver
         failed = FailedCheck.OUT_OF_BOUNDS
     else:
         text = cited.text[citation.start : citation.end]
+        failed = FailedCheck.QUOTE_MISMATCH
         if text == citation.quote:
             matches, similarity = True, 100.0
         else:
             quote = FoldedQuote(citation.quote)
-            if len(quote.text) > policy.limits.max_quote_chars:
-                # too long to compare approximately: folded equality, and no similarity
-                matches = fold(text).strip() == quote.text
-                similarity = 100.0 if matches else None
-            else:
-                matches, similarity = text_matches(quote, text, policy.threshold)
+            matches, similarity, moved = _compare(quote, cited.text, citation, policy)
+            if moved:
+                failed = FailedCheck.SPAN_SHIFTED
         if matches:  # the common case, built without _verdict's keyword arguments
             return Verdict(
                 citation.citation_id,
@@ -203,7 +228,6 @@ def check_citation(citation: Citation, store: ChunkStore, policy: Policy) -> Ver
                 citation.topic,
                 source,
             )
-        failed = FailedCheck.QUOTE_MISMATCH
 
     if citation.doc_version != live_version:
         return _verdict(

@@ -23,6 +23,8 @@ class FailedCheck(StrEnum):
     CHUNK_MISSING = "chunk_missing"
     OUT_OF_BOUNDS = "out_of_bounds"
     QUOTE_MISMATCH = "quote_mismatch"
+    # the quote sits a few characters from the span (a systematic shift, or an end cut short)
+    SPAN_SHIFTED = "span_shifted"
 
 
 class Action(StrEnum):
@@ -62,7 +64,7 @@ class Verdict:
     ``reason`` is the most specific cause:
 
     - drift_repaired / superseded: the failed check (chunk_missing, out_of_bounds,
-      quote_mismatch);
+      quote_mismatch, span_shifted);
     - drift_unrepaired: why relocation failed (ambiguous, straddles_chunks, quote_not_found),
       the failed check being kept in ``failed_check``;
     - document_missing: "document_missing"; invalid: what was wrong, in ``error``.

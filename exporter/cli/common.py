@@ -10,6 +10,7 @@ from typing import Any
 
 from exporter.defaults import comma_separated, ratio_value, similarity_threshold
 from exporter.errors import UsageError
+from exporter.outputs.gate import Gate
 from exporter.records.limits import DEFAULT_LIMITS, Limits
 
 __all__ = [
@@ -19,8 +20,10 @@ __all__ = [
     "EXIT_OK",
     "EXIT_USAGE",
     "UsageError",
+    "add_gate_options",
     "add_limit_options",
     "available_cpus",
+    "gate_from",
     "limits_from",
     "positive",
     "ratio",
@@ -35,8 +38,9 @@ EXIT_USAGE = 2
 EXIT_INTERNAL = 3
 EXIT_CODES = """\
 exit status:
-  0    done; for sweep: the drift ratio is at most --fail-above
-  1    sweep only: the drift ratio is above --fail-above (and nothing else is ever 1)
+  0    done; with a gate (sweep, report --fail-above): no line of it was crossed
+  1    the gate failed: drift above --fail-above, or missing documents above
+       --fail-missing-above (the summary says which; nothing else is ever 1)
   2    usage error, unreadable input or unwritable output (one line on stderr says which)
   3    internal error: a bug (the traceback is printed)
   130  interrupted
@@ -88,6 +92,51 @@ def ratio(text: str) -> float:
         return ratio_value(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_gate_options(parser: argparse.ArgumentParser, *, gated_by_default: bool) -> None:
+    """The gate's lines: drift (all, or unrepaired alone) and missing documents."""
+    group = parser.add_argument_group(
+        "the gate (exit 1 when any line is crossed; a ratio is written 1% or 0.01)"
+    )
+    default = "1%%" if gated_by_default else "no gate"
+    group.add_argument(
+        "--fail-above",
+        type=ratio,
+        default=0.01 if gated_by_default else None,
+        metavar="RATIO",
+        help="the drift line: fail when drifted / valid citations exceeds this (a bare 1 or "
+        f"more is refused: it would mean 100%%) (default: {default})",
+    )
+    group.add_argument(
+        "--fail-missing-above",
+        type=ratio,
+        metavar="RATIO",
+        help="the missing-documents line: fail when citations whose document is gone / valid "
+        "citations exceeds this (default: the drift line's)",
+    )
+    group.add_argument(
+        "--gate-drift",
+        choices=("all", "unrepaired"),
+        default="all",
+        help="which drift the drift line counts: all of it (default), or only what could not "
+        "be repaired, for teams that apply the repairs automatically",
+    )
+
+
+def gate_from(args: argparse.Namespace) -> Gate | None:
+    """The gate the options describe; None when there is none (report without --fail-above)."""
+    if args.fail_above is None:
+        if args.fail_missing_above is not None or args.gate_drift != "all":
+            raise UsageError("--fail-missing-above and --gate-drift need --fail-above")
+        return None
+    missing = args.fail_above if args.fail_missing_above is None else args.fail_missing_above
+    return Gate(
+        drift_above=args.fail_above,
+        missing_above=missing,
+        unrepaired_only=args.gate_drift == "unrepaired",
+        allow_empty=args.allow_empty,
+    )
 
 
 def threshold(text: str) -> float:

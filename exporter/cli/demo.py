@@ -203,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
                 summary,
                 [],
                 "the demo's simulated traffic, all phases",
-                fail_above=None,
+                gate=None,
                 title="Citation drift demo report",
             )
             print(f"report: {args.report}")

@@ -6,9 +6,18 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import replace
 from typing import Any
 
-from exporter.cli.common import EXIT_CODES, EXIT_GATE_FAILED, EXIT_OK, UsageError, ratio
+from exporter.cli.common import (
+    EXIT_CODES,
+    EXIT_GATE_FAILED,
+    EXIT_OK,
+    UsageError,
+    add_gate_options,
+    gate_from,
+    ratio,
+)
 from exporter.outputs.html_report import AuditAssumptions, render_report
 from exporter.outputs.report import SweepSummary
 from exporter.outputs.verdict_reader import (
@@ -43,7 +52,7 @@ examples:
   citation-exporter sweep --chunks chunks.jsonl.gz --citations citations.jsonl.gz \\
       --out verdicts.jsonl.gz --coverage-out coverage.jsonl.gz --judge-out judged.jsonl.gz
   citation-exporter report verdicts.jsonl.gz coverage.jsonl.gz judged.jsonl.gz \\
-      --out sweep.html
+      --out sweep.html --fail-above 1%
 
   # or at once, during the sweep (the same page, with its live document counts)
   citation-exporter sweep --example --report sweep.html
@@ -164,14 +173,6 @@ def add_parser(commands: Any) -> None:
         "verdicts", nargs="+", metavar="FILE", help="verdict files (.jsonl, .jsonl.gz, - stdin)"
     )
     report.add_argument("--out", required=True, metavar="FILE", help="the HTML page to write")
-    report.add_argument(
-        "--fail-above",
-        type=ratio,
-        default=None,
-        metavar="RATIO",
-        help="show the gate's verdict at this drift ratio, and exit 1 above it (default: no "
-        "gate shown)",
-    )
     report.add_argument("--title", default="Citation sweep report", help="the page's title")
     report.add_argument(
         "--allow-empty",
@@ -179,6 +180,7 @@ def add_parser(commands: Any) -> None:
         help="write the page and exit 0 when no valid verdict was read (by default that is "
         "exit 2: an empty or broken verdict file is more often a wrong file than a clean sweep)",
     )
+    add_gate_options(report, gated_by_default=False)
     add_report_options(report)
 
 
@@ -220,6 +222,10 @@ def _take(line: bytes, where: str, summary: SweepSummary, judged: JudgedRecords)
 
 def run(args: argparse.Namespace) -> int:
     assumptions = audit_assumptions(args)
+    gate = gate_from(args)
+    if gate is not None:
+        # verdict files have no chunk store to miss: an empty file is refused below instead
+        gate = replace(gate, allow_empty=True)
     refuse_unwritable("--out", args.out, args.verdicts)
     summary, judged = SweepSummary(), JudgedRecords()
     unreadable = read_verdicts(args.verdicts, summary, judged)
@@ -229,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
         summary,
         args.verdicts,
         ", ".join(args.verdicts),
-        fail_above=args.fail_above,
+        gate=gate,
         assumptions=assumptions,
         title=args.title,
         from_verdicts=True,
@@ -246,6 +252,6 @@ def run(args: argparse.Namespace) -> int:
             f"no valid verdict was read from {', '.join(args.verdicts)}: is it the right file? "
             "(the page says so; --allow-empty exits 0)"
         )
-    if args.fail_above is not None and not summary.passed(args.fail_above):
+    if gate is not None and not summary.passed(gate):
         return EXIT_GATE_FAILED
     return EXIT_OK

@@ -23,13 +23,14 @@ from exporter.cli.common import (
     EXIT_GATE_FAILED,
     EXIT_OK,
     UsageError,
+    add_gate_options,
     add_limit_options,
     available_cpus,
     count,
     dollars,
+    gate_from,
     limits_from,
     positive,
-    ratio,
     threshold,
     timestamp,
     topics,
@@ -45,6 +46,7 @@ from exporter.errors import SettingsError
 from exporter.file_sweep import CoverageOutputError, load_store, run_sweep
 from exporter.judging import PackedCandidate, SampleJudging, sample_judging
 from exporter.memory import freeze_long_lived
+from exporter.outputs.gate import Gate
 from exporter.outputs.report import SweepSummary
 from exporter.outputs.verdicts import entailment_json
 from exporter.pipeline.sampling import StratifiedSample
@@ -149,14 +151,6 @@ def add_parser(commands: Any) -> None:
         help="do not judge coverage (answer events' sentences are then ignored)",
     )
     sweep.add_argument(
-        "--fail-above",
-        type=ratio,
-        default=0.01,
-        metavar="RATIO",
-        help="exit 1 when drift / valid citations exceeds this, written 1%% or 0.01 (a bare "
-        "1 or more is refused: it would mean 100%%) (default: 1%%)",
-    )
-    sweep.add_argument(
         "--threshold",
         type=threshold,
         default=DEFAULT_THRESHOLD,
@@ -191,6 +185,7 @@ def add_parser(commands: Any) -> None:
         help="pass the gate when no valid citation was read (by default that is exit 2: an "
         "empty or entirely broken archive is far more often a wrong or truncated file)",
     )
+    add_gate_options(sweep, gated_by_default=True)
     add_report_options(sweep)
     add_limit_options(sweep)
 
@@ -478,15 +473,22 @@ def _write_summary(text: str, stream: IO[str]) -> None:
         raise UsageError(f"cannot write the summary to {name}: {exc}") from None
 
 
+def _gate(args: argparse.Namespace) -> Gate:
+    """The sweep's gate: it always has one (--fail-above has a default)."""
+    gate = gate_from(args)
+    assert gate is not None
+    return gate
+
+
 def _report(args: argparse.Namespace, summary: SweepSummary) -> None:
     """The summary, on standard output unless a verdict output took it."""
     to_stdout = "-" in (args.out, args.coverage_out, args.judge_out, args.report)
     report_to: IO[str] = sys.stderr if to_stdout else sys.stdout
     if args.format == "json":
-        report = orjson.dumps(summary.to_json(args.fail_above, args.allow_empty)).decode()
+        report = orjson.dumps(summary.to_json(_gate(args))).decode()
         _write_summary(report + "\n", report_to)
     else:
-        text = summary.render_text(args.fail_above, allow_empty=args.allow_empty)
+        text = summary.render_text(_gate(args))
         _write_summary(text + "\n", report_to)
 
 
@@ -602,12 +604,11 @@ def run(args: argparse.Namespace) -> int:
                 summary,
                 [chunks, citations],
                 label,
-                fail_above=args.fail_above,
-                allow_empty=args.allow_empty,
+                gate=_gate(args),
                 assumptions=audit,
             )
     _report(args, summary)
     missing = summary.missing_input()
     if missing is not None and not args.allow_empty:
         raise UsageError(f"{missing} (--allow-empty passes a sweep with nothing to judge by)")
-    return EXIT_OK if summary.passed(args.fail_above) else EXIT_GATE_FAILED
+    return EXIT_OK if summary.passed(_gate(args)) else EXIT_GATE_FAILED

@@ -21,6 +21,7 @@ from rapidfuzz.distance import Indel
 
 from exporter import __version__
 from exporter.checks.verdict import Status
+from exporter.outputs.gate import DRIFT, MISSING, UNREPAIRED, Gate, GateResult
 from exporter.outputs.report import SweepSummary
 from exporter.outputs.report_details import NO_SOURCE, Example
 from exporter.outputs.shift_chart import chart_bars, cluster_letter, shift_chart_svg
@@ -201,11 +202,33 @@ def _audit(summary: SweepSummary, assumptions: AuditAssumptions) -> dict[str, An
     }
 
 
+_LINE_IDS = {DRIFT: "gate-drift", UNREPAIRED: "gate-unrepaired", MISSING: "gate-missing"}
+
+
+def _gate_lines(summary: SweepSummary, result: GateResult) -> list[dict[str, Any]]:
+    """Each line of the gate as the verdict box shows it."""
+    counts = {
+        DRIFT: summary.drift,
+        UNREPAIRED: summary.statuses[Status.DRIFT_UNREPAIRED],
+        MISSING: summary.statuses[Status.DOCUMENT_MISSING],
+    }
+    return [
+        {
+            "id": _LINE_IDS[line.name],
+            "name": line.name,
+            "ratio": line.ratio,
+            "limit": line.limit,
+            "crossed": line.crossed,
+            "count": counts[line.name],
+        }
+        for line in result.lines
+    ]
+
+
 def report_view(
     summary: SweepSummary,
     *,
-    fail_above: float | None,
-    allow_empty: bool = True,
+    gate: Gate | None,
     assumptions: AuditAssumptions | None = None,
     title: str = "Citation sweep report",
     inputs: str = "",
@@ -218,6 +241,7 @@ def report_view(
     ``from_verdicts``: drawn from verdict files (no store: no document counts, and no
     missing-input verdict); ``unreadable`` of their lines were no verdicts; ``judged``, the
     judged sample counted from them (see JudgedRecords), when the summary has none."""
+    result = None if gate is None else summary.judge(gate)
     clusters = shift_clusters(summary.shifts)
     bars = chart_bars(summary.shifts, clusters)
     statuses = [
@@ -243,13 +267,20 @@ def report_view(
         "inputs": inputs,
         "version": __version__,
         "generated_at": (generated_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC"),
-        "gated": fail_above is not None,
-        "passed": fail_above is None or summary.passed(fail_above, allow_empty),
+        "gated": result is not None,
+        "passed": result is None or result.passed,
+        "gate_lines": [] if result is None else _gate_lines(summary, result),
         "missing_input": None if from_verdicts else summary.missing_input(),
         "from_verdicts": from_verdicts,
         "unreadable": unreadable,
-        "fail_above": fail_above,
+        "fail_above": None if gate is None else gate.drift_above,
         "drift_ratio": summary.drift_ratio,
+        "repaired_ratio": summary.repaired_ratio,
+        "unrepaired_ratio": summary.unrepaired_ratio,
+        "missing_ratio": summary.missing_ratio,
+        "repaired": summary.statuses[Status.DRIFT_REPAIRED],
+        "unrepaired_count": summary.statuses[Status.DRIFT_UNREPAIRED],
+        "missing": summary.statuses[Status.DOCUMENT_MISSING],
         "superseded_ratio": summary.superseded_ratio,
         "citations": summary.citations,
         "valid": summary.valid,

@@ -16,6 +16,7 @@ from exporter.checks.evidence import Evidence
 from exporter.checks.relocate import BY_POSITION_HINT
 from exporter.checks.verdict import Status, Verdict
 from exporter.outputs.entailment_report import EntailmentSummary
+from exporter.outputs.gate import DRIFT, MISSING, UNREPAIRED, Gate, GateLine, GateResult
 from exporter.outputs.report_details import ReportDetails
 from exporter.outputs.shifts import SHIFT_BOUNDS, ShiftCluster, histogram, shift_clusters
 from exporter.pipeline.outcome import Outcome
@@ -207,6 +208,36 @@ class SweepSummary:
         for message in other.errors:
             self.note_error(message)
 
+    def _ratio_lines(self, gate: Gate | None) -> list[str]:
+        """The ratios the gate reads, each with its line, then the gate's verdict and why."""
+        result = None if gate is None else self.judge(gate)
+
+        def line(name: str) -> str:
+            gated = (
+                None
+                if result is None
+                else next((ln for ln in result.lines if ln.name == name), None)
+            )
+            if gated is None:
+                return ""
+            return f"   gate: fail above {gated.limit:.2%} -> {'FAIL' if gated.crossed else 'ok'}"
+
+        lines = [
+            f"  drift ratio       {self.drift_ratio:7.2%}{line(DRIFT)}",
+            f"    repaired        {self.repaired_ratio:7.2%}   applying the repairs fixes these",
+            f"    unrepaired      {self.unrepaired_ratio:7.2%}{line(UNREPAIRED)}",
+            f"  missing documents {self.missing_ratio:7.2%}{line(MISSING)}",
+            f"  superseded ratio  {self.superseded_ratio:7.2%}   content refreshed upstream; "
+            "not drift, pinned to archived versions",
+        ]
+        if result is not None:
+            missing = self.missing_input()
+            verdict = "PASS" if result.passed else f"FAIL ({result.why()})"
+            if result.passed and missing is not None:
+                verdict += f" ({missing})"
+            lines += ["", f"  gate: {verdict}"]
+        return lines
+
     def note_error(self, message: str) -> None:
         """Keep the first few error messages for the report (all of them are counted)."""
         if len(self.errors) < _MAX_ERRORS_KEPT:
@@ -229,8 +260,26 @@ class SweepSummary:
         return self.drift / self.valid if self.valid else 0.0
 
     @property
+    def repaired_ratio(self) -> float:
+        """Drift that was repaired, per valid citation (applying the repairs fixes these)."""
+        return self._share(Status.DRIFT_REPAIRED)
+
+    @property
+    def unrepaired_ratio(self) -> float:
+        """Drift that could not be repaired, per valid citation (readers see these broken)."""
+        return self._share(Status.DRIFT_UNREPAIRED)
+
+    @property
+    def missing_ratio(self) -> float:
+        """Citations whose document is gone, per valid citation."""
+        return self._share(Status.DOCUMENT_MISSING)
+
+    @property
     def superseded_ratio(self) -> float:
-        return self.statuses[Status.SUPERSEDED] / self.valid if self.valid else 0.0
+        return self._share(Status.SUPERSEDED)
+
+    def _share(self, status: Status) -> float:
+        return self.statuses[status] / self.valid if self.valid else 0.0
 
     @property
     def citations_per_second(self) -> float:
@@ -244,13 +293,23 @@ class SweepSummary:
             return "no valid citations were read: is this the right --citations file?"
         return None
 
-    def passed(self, fail_above: float, allow_empty: bool = True) -> bool:
-        """The gate; without ``allow_empty``, a sweep with nothing to judge by fails it."""
-        if not allow_empty and self.missing_input() is not None:
-            return False
-        return self.drift_ratio <= fail_above
+    def judge(self, gate: Gate) -> GateResult:
+        """Each line of the gate against this sweep; without ``gate.allow_empty``, a sweep with
+        nothing to judge by fails it."""
+        drift = (
+            GateLine(UNREPAIRED, self.unrepaired_ratio, gate.drift_above)
+            if gate.unrepaired_only
+            else GateLine(DRIFT, self.drift_ratio, gate.drift_above)
+        )
+        missing = GateLine(MISSING, self.missing_ratio, gate.missing_above)
+        empty = None if gate.allow_empty else self.missing_input()
+        return GateResult((drift, missing), empty)
 
-    def to_json(self, fail_above: float, allow_empty: bool = True) -> dict[str, Any]:
+    def passed(self, gate: Gate) -> bool:
+        return self.judge(gate).passed
+
+    def to_json(self, gate: Gate) -> dict[str, Any]:
+        result = self.judge(gate)
         return {
             "citations": self.citations,
             "valid_citations": self.valid,
@@ -260,9 +319,29 @@ class SweepSummary:
                 for (status, reason), count in sorted(self.reasons.items())
             ],
             "drift_ratio": self.drift_ratio,
+            "repaired_drift_ratio": self.repaired_ratio,
+            "unrepaired_drift_ratio": self.unrepaired_ratio,
+            "document_missing_ratio": self.missing_ratio,
             "superseded_ratio": self.superseded_ratio,
-            "fail_above": fail_above,
-            "passed": self.passed(fail_above, allow_empty),
+            "fail_above": gate.drift_above,
+            "fail_missing_above": gate.missing_above,
+            "gate_drift": UNREPAIRED if gate.unrepaired_only else DRIFT,
+            "passed": result.passed,
+            "gate": {
+                "passed": result.passed,
+                "crossed": [line.name for line in result.crossed],
+                "why": result.why() or None,
+                "lines": [
+                    {
+                        "name": line.name,
+                        "ratio": line.ratio,
+                        "fail_above": line.limit,
+                        "crossed": line.crossed,
+                    }
+                    for line in result.lines
+                ],
+                "nothing_to_judge": result.empty,
+            },
             "repair_methods": dict(sorted(self.methods.items())),
             "repairs_decided_by": dict(sorted(self.decided_by.items())),
             "shift": {
@@ -290,10 +369,8 @@ class SweepSummary:
             "citations_per_second": round(self.citations_per_second, 1),
         }
 
-    def render_text(
-        self, fail_above: float | None, title: str = "citation sweep", allow_empty: bool = True
-    ) -> str:
-        """The report; without ``fail_above`` (a replay, the demo) there is no gate line."""
+    def render_text(self, gate: Gate | None, title: str = "citation sweep") -> str:
+        """The report; without ``gate`` (a replay, the demo) there are no gate lines."""
         total = self.citations
         lines = [
             f"{title}: {total:,} citations checked against {self.documents_loaded:,} "
@@ -305,19 +382,7 @@ class SweepSummary:
             count = self.statuses[status]
             share = count / total if total else 0.0
             lines.append(f"  {status.value:<18}{count:>10,}  {share:7.2%}")
-        gate = ""
-        if fail_above is not None:
-            verdict = "PASS" if self.passed(fail_above, allow_empty) else "FAIL"
-            missing = self.missing_input()
-            if missing is not None:
-                verdict += f" ({missing})"
-            gate = f"   gate: fail above {fail_above:.2%} -> {verdict}"
-        lines += [
-            "",
-            f"  drift ratio       {self.drift_ratio:7.2%}{gate}",
-            f"  superseded ratio  {self.superseded_ratio:7.2%}   content refreshed upstream; "
-            "not drift, pinned to archived versions",
-        ]
+        lines += ["", *self._ratio_lines(gate)]
         if self.reasons:
             lines += ["", "  reasons:"]
             for (status_name, reason), count in self.reasons.most_common():

@@ -35,6 +35,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from exporter.checks.compare import FoldedQuote, text_matches
+from exporter.checks.nearby import quote_nearby
+from exporter.checks.normalize import fold
 from exporter.defaults import DEFAULT_THRESHOLD
 from exporter.records.fingerprint import document_fingerprint
 from exporter.simulate.chunker import CutChunk, cut_by_groups, pack_sentences
@@ -315,6 +317,23 @@ class _Cited:
     hinted: bool = False
 
 
+def _quote_check(quote: str, text: str, span: tuple[int, int], threshold: float) -> str | None:
+    """The contract's quote check of a span in bounds: None when it holds the quote, else the
+    failed check (span_shifted when the quote sits a few characters away, see
+    exporter.checks.nearby)."""
+    start, end = span
+    folded = FoldedQuote(quote)
+    held = text[start:end] == quote or fold(text[start:end]).strip() == folded.text
+    if held:
+        return None
+    nearby = quote_nearby(folded, text, start, end, threshold)
+    if nearby.held:
+        return None
+    if nearby.moved:
+        return "span_shifted"
+    return None if text_matches(folded, text[start:end], threshold)[0] else "quote_mismatch"
+
+
 def _expected(cited: _Cited, record: dict[str, Any], threshold: float) -> dict[str, Any]:
     """The verdict the contract prescribes, from ground truth."""
     doc, chunk = cited.doc, cited.chunk
@@ -332,14 +351,15 @@ def _expected(cited: _Cited, record: dict[str, Any], threshold: float) -> dict[s
     assert doc.new_rendering is not None
     live = {c.ordinal: c for c in doc.new_chunks}
     now = live.get(chunk.ordinal)
+    failed: str | None
     if now is None:
         failed = "chunk_missing"
     elif end > len(now.text):
         failed = "out_of_bounds"
-    elif text_matches(FoldedQuote(quote), now.text[start:end], threshold)[0]:
-        return result
     else:
-        failed = "quote_mismatch"
+        failed = _quote_check(quote, now.text, (start, end), threshold)
+        if failed is None:
+            return result
     if doc.change == "refresh":
         return result | {"status": "superseded", "reason": failed}
     unrepaired = result | {"status": "drift_unrepaired"}

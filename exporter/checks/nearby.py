@@ -1,0 +1,89 @@
+"""Is the quote a few characters away from its span? Small systematic shifts, told from typography.
+
+The similarity line of the quote check (98 by default) exists for typography, which moves
+nothing: a curly quote for a straight one, a hyphen for U+2010, a no-break space for a space. It
+also accepts a span that moved by a few characters, since a span k characters early still holds
+all but k characters of its quote: a re-extraction that puts a byte-order mark, a page marker or
+a heading sigil before every chunk's text, or writes line breaks as CR LF, left most citations
+``ok`` while every one of their spans pointed at other text (the bounds-check trap, inside the
+quote check).
+
+So before the similarity is asked, the folded quote is looked for near the span, in the cited
+chunk. Found exactly at the span, nothing moved. Found elsewhere within the window, the span has
+moved (or its end was cut: a line break inside the quote became two characters) and the citation
+is drift, to be relocated like any other. Not found, the text itself changed, and the similarity
+decides as before.
+
+The window reaches as far as a shift the similarity line could still accept, and a little
+further: beyond ``(1 - threshold/100) * 2 * len(quote)`` characters the span and the quote share
+too little to score the threshold, and the quote check fails without help. It is measured on the
+raw quote, so whitespace that folding collapses (tabs expanded into spaces, justified text)
+widens it as it widens the shift. The work is one fold of a window about the quote's length, paid
+only by spans that do not hold their quote verbatim.
+"""
+
+from __future__ import annotations
+
+import math
+
+from exporter.checks.compare import FoldedQuote
+from exporter.checks.normalize import fold_with_map
+
+__all__ = ["NEAR_SLACK", "Nearby", "near_window", "quote_nearby"]
+
+# Characters of the window beyond the widest shift the similarity line accepts: a shift by a few
+# characters of a short quote scores far below the line, but is still a shift.
+NEAR_SLACK = 32
+# Occurrences of the quote examined in one window; a window holding more is a quote so short or
+# a text so repetitive that nearness says nothing (the relocator then decides, or refuses).
+_MAX_NEAR_OCCURRENCES = 16
+
+
+def near_window(
+    start: int, end: int, quote_chars: int, text_chars: int, threshold: float
+) -> tuple[int, int]:
+    """The raw window of a chunk of ``text_chars`` characters searched around ``[start, end)``."""
+    reach = math.ceil((100.0 - threshold) / 100.0 * 2 * quote_chars) + NEAR_SLACK
+    return max(0, start - reach), min(text_chars, end + reach)
+
+
+class Nearby:
+    """What the window around a span holds of its quote."""
+
+    __slots__ = ("held", "places")
+
+    def __init__(self, held: bool, places: tuple[tuple[int, int], ...]) -> None:
+        self.held = held  # the folded quote starts and ends exactly at the span
+        self.places = places  # raw chunk spans of the other copies in the window
+
+    @property
+    def moved(self) -> bool:
+        """The quote is near, but not at the span: the span moved, or its end was cut."""
+        return not self.held and bool(self.places)
+
+
+def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def quote_nearby(quote: FoldedQuote, text: str, start: int, end: int, threshold: float) -> Nearby:
+    """Where the folded ``quote`` occurs in ``text`` (a chunk) near ``[start, end)``."""
+    if not quote.text:
+        return Nearby(False, ())
+    lo, hi = near_window(start, end, len(quote.raw), len(text), threshold)
+    folded = fold_with_map(text[lo:hi])
+    span = _trimmed(text, start, end)
+    places: list[tuple[int, int]] = []
+    at = folded.text.find(quote.text)
+    while at != -1 and len(places) < _MAX_NEAR_OCCURRENCES:
+        raw_start, raw_end = folded.to_raw(at, at + len(quote.text))
+        place = _trimmed(text, lo + raw_start, lo + raw_end)
+        if place == span:
+            return Nearby(True, ())
+        places.append(place)
+        at = folded.text.find(quote.text, at + 1)
+    return Nearby(False, tuple(places))
