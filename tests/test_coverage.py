@@ -124,6 +124,45 @@ def test_every_claim_cited_is_covered() -> None:
     assert outcome.coverage.uncited == []
 
 
+def test_claims_of_an_answer_whose_citations_were_all_unreadable_are_unjudged() -> None:
+    """Reproduces issue 22: such an answer reported "uncited ratio 100%". Its claims may well be
+    cited by the citations that could not be read: they are unjudged, counted apart."""
+    unreadable = [_citation(1, 1, chunk_span="broken"), _citation(2, 2, quote=7)]
+    outcome = _check(_answer(SENTENCES, *unreadable))
+    assert [c.verdict.status for c in outcome.checked] == [Status.INVALID, Status.INVALID]
+    coverage = outcome.coverage
+    assert coverage is not None
+    assert coverage.status is CoverageStatus.UNJUDGED
+    assert coverage.action is CoverageAction.FIX_RECORD
+    assert (coverage.uncited, coverage.unjudged) == ([], [1, 2, 3])
+    summary = SweepSummary()
+    summary.add_outcome(outcome, "answers.jsonl:1")
+    assert summary.coverage.uncited == 0 and summary.coverage.unjudged == 3
+    assert summary.coverage.uncited_ratio == 0.0
+    report = summary.coverage.to_json()
+    assert report["unjudged"] == 3 and report["answers_with_unreadable_citations"] == 1
+    text = "\n".join(summary.coverage.render_lines())
+    assert "not judged" in text and "3 claims in 1 answer whose citations could not be read" in text
+
+
+def test_one_unreadable_citation_leaves_the_claims_it_may_have_cited_unjudged() -> None:
+    outcome = _check(_answer(SENTENCES, _citation(1, 1), _citation(2, 2, quote=7)))
+    coverage = outcome.coverage
+    assert coverage is not None and coverage.status is CoverageStatus.UNJUDGED
+    assert (coverage.claims, coverage.uncited, coverage.unjudged) == ([1, 2, 3], [], [2, 3])
+
+
+def test_unjudged_claims_are_not_claims_of_the_coverage_ratio_metric() -> None:
+    registry = CollectorRegistry()
+    metrics = ExporterMetrics(registry, SourceLabels(), "t", topics=SourceLabels())
+    metrics.record([_check(_answer(SENTENCES, _citation(1, 1), _citation(2, 2, quote=7)))])
+    sample = registry.get_sample_value
+    assert sample("citation_answer_sentences_total", {"mode": "inline", "kind": "claim"}) == 1
+    assert (
+        sample("citation_answer_sentences_total", {"mode": "inline", "kind": "unjudged_claim"}) == 2
+    )
+
+
 def test_a_citation_that_drifted_still_covers_its_sentence() -> None:
     """Coverage asks whether a claim was cited; whether the citation still holds is the
     span checks' question, answered in its own verdict."""
@@ -172,8 +211,11 @@ def test_a_bad_sentence_index_makes_that_citation_invalid_and_only_it(
     assert outcome.checked[1].verdict.error == error
     letter = outcome.dead_letter
     assert letter is not None and letter.indexes == [1] and error in letter.error
-    # an invalid citation covers nothing: sentence 3 is uncited, whatever it named
-    assert outcome.coverage is not None and outcome.coverage.uncited == [3]
+    # what an unreadable citation named is unknown: sentence 3, named by no readable one, is
+    # neither uncited nor covered but unjudged (the record is to be fixed)
+    coverage = outcome.coverage
+    assert coverage is not None and (coverage.uncited, coverage.unjudged) == ([], [3])
+    assert coverage.status is CoverageStatus.UNJUDGED
 
 
 def test_an_out_of_range_index_of_a_single_sentence_answer_reads_well() -> None:
@@ -475,6 +517,7 @@ def test_the_coverage_verdict_on_the_wire() -> None:
         "claims": [1, 2, 3],
         "framing": [0, 4],
         "uncited": [3],
+        "unjudged": [],
         "topic": "billing",
         "line": 3,
     }
@@ -539,6 +582,8 @@ def test_the_summary_adds_up_coverage_and_keeps_the_error() -> None:
         "uncited_ratio": 3 / 5,
         "invalid": 1,
         "answers_with_uncited_claims": 2,
+        "unjudged": 0,
+        "answers_with_unreadable_citations": 0,
         "uncited_by_topic": [
             {"topic": "billing", "uncited": 2},
             {"topic": "legal", "uncited": 1},
@@ -634,6 +679,8 @@ def test_the_sweep_writes_one_coverage_verdict_per_answer_with_sentences(
         "uncited_ratio": 1 / 3,
         "invalid": 1,
         "answers_with_uncited_claims": 1,
+        "unjudged": 0,
+        "answers_with_unreadable_citations": 0,
         "uncited_by_topic": None,
     }
 

@@ -32,6 +32,8 @@ _KINDS = (SentenceKind, str)
 class CoverageStatus(StrEnum):
     COVERED = "covered"
     UNCITED_CLAIMS = "uncited_claims"
+    # some citation of the answer could not be read: whether its claims are cited is unknown
+    UNJUDGED = "unjudged"
     INVALID = "invalid"
 
 
@@ -47,7 +49,9 @@ class CoverageVerdict:
 
     The lists hold sentence indices (0-based, ascending). ``reason`` and ``error`` say why an
     ``invalid`` verdict could not be judged (``reason`` is a bounded label value, as for an
-    invalid citation: ``invalid_record``, ``oversized`` or ``check_failed``).
+    invalid citation: ``invalid_record``, ``oversized`` or ``check_failed``). ``unjudged``
+    holds the claims no readable citation names in an answer some of whose citations could not
+    be read: they may be cited by those, so they are neither covered nor uncited.
     """
 
     answer_id: str | None
@@ -57,6 +61,7 @@ class CoverageVerdict:
     framing: list[int] = field(default_factory=list)
     uncited: list[int] = field(default_factory=list)
     topic: str | None = None
+    unjudged: list[int] = field(default_factory=list)
     reason: str | None = None
     error: str | None = None
 
@@ -87,9 +92,13 @@ def check_coverage(
     sentences: Sequence[str],
     cited: Collection[int],
     classifier: SentenceClassifier,
+    *,
+    unreadable: int = 0,
 ) -> CoverageVerdict:
     """Sort the sentences into claims and framing; a claim whose index is not in ``cited`` is
-    uncited.
+    uncited, unless ``unreadable`` citations of the answer could not be read: then it is
+    ``unjudged`` (an answer whose citations were all unreadable once reported every claim
+    uncited, 100%, when none of them could be judged).
 
     A sentence a citation names is a claim by the answer's own account, and covered: the
     classifier is asked about the others only (in a typical answer most claims are cited, so
@@ -117,6 +126,17 @@ def check_coverage(
                 uncited.append(index)
     except (Exception, SystemExit) as exc:  # one answer never stops the checks
         return invalid_coverage(answer_id, topic, failure("classifying", exc), "check_failed")
+    if uncited and unreadable:
+        return CoverageVerdict(
+            answer_id,
+            CoverageStatus.UNJUDGED,
+            CoverageAction.FIX_RECORD,
+            claims,
+            framing,
+            [],
+            topic,
+            unjudged=uncited,
+        )
     if uncited:
         return CoverageVerdict(answer_id, _UNCITED, _MARK, claims, framing, uncited, topic)
     return CoverageVerdict(answer_id, _COVERED, _KEEP, claims, framing, uncited, topic)

@@ -37,7 +37,9 @@ DROP_REASONS = ("queue_full", "budget")
 JUDGE_BUCKETS = (
     0.0001, 0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, math.inf,
 )  # fmt: skip
-SENTENCE_KINDS = ("claim", "framing")
+# unjudged_claim: a claim of an answer some of whose citations could not be read (neither
+# cited nor uncited, so not a claim of the coverage ratio)
+SENTENCE_KINDS = ("claim", "framing", "unjudged_claim")
 OTHER = "other"
 _DRIFT_REASONS = (*(check.value for check in FailedCheck), *UNREPAIRED_OUTCOMES)
 # Signed character shifts: fine near 0, up to 8192 either way, so a chunk-size change shows as
@@ -205,7 +207,8 @@ class ExporterMetrics:
         self.answer_sentences = Counter(
             "citation_answer_sentences",
             "Sentences of answers whose coverage was judged, by kind: claim (asserts something "
-            "checkable) or framing.",
+            "checkable), framing, or unjudged_claim (a claim of an answer some of whose "
+            "citations could not be read).",
             ["mode", "kind"],
             registry=registry,
         )
@@ -328,8 +331,9 @@ class ExporterMetrics:
         similarities: dict[Mode, list[float]] = {mode: [] for mode in Mode}
         shifts: dict[Mode, list[float]] = {mode: [] for mode in Mode}
         durations: list[float] = []
-        # per mode: answers whose coverage was judged, their claim and their framing sentences
-        answers: dict[Mode, list[int]] = {mode: [0, 0, 0] for mode in Mode}
+        # per mode: answers whose coverage was judged, their judged claims, their framing and
+        # their unjudged claims
+        answers: dict[Mode, list[int]] = {mode: [0, 0, 0, 0] for mode in Mode}
         invalid, repaired = Status.INVALID, Status.DRIFT_REPAIRED
         for outcome in outcomes:
             mode = outcome.mode
@@ -338,8 +342,9 @@ class ExporterMetrics:
                 # an invalid one is counted with its message's dead letter
                 judged = answers[mode]
                 judged[0] += 1
-                judged[1] += len(coverage.claims)
+                judged[1] += len(coverage.claims) - len(coverage.unjudged)
                 judged[2] += len(coverage.framing)
+                judged[3] += len(coverage.unjudged)
                 if coverage.uncited:
                     key = (self.uncited_claims, (mode, self.topics(coverage.topic)))
                     messages[key] = messages.get(key, 0) + len(coverage.uncited)
@@ -388,11 +393,12 @@ class ExporterMetrics:
 
     def _count_judged(self, answers: dict[Mode, list[int]], counts: dict[_Key, int]) -> None:
         """Answers whose coverage was judged, and their sentences by kind, into ``counts``."""
-        for mode, (judged, claims, framing) in answers.items():
+        for mode, (judged, claims, framing, unjudged) in answers.items():
             keys: tuple[tuple[_Key, int], ...] = (
                 ((self.answers_checked, (mode,)), judged),
                 ((self.answer_sentences, (mode, "claim")), claims),
                 ((self.answer_sentences, (mode, "framing")), framing),
+                ((self.answer_sentences, (mode, "unjudged_claim")), unjudged),
             )
             for key, count in keys:
                 if count:

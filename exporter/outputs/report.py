@@ -54,6 +54,9 @@ class CoverageSummary:
     invalid: int = 0
     answers_uncited: int = 0
     uncited_topics: Counter[str] = field(default_factory=Counter)
+    # claims of answers some of whose citations could not be read: not known to be uncited
+    unjudged: int = 0
+    answers_unjudged: int = 0
 
     def add(self, verdict: CoverageVerdict) -> None:
         if verdict.status is CoverageStatus.INVALID:
@@ -62,6 +65,9 @@ class CoverageSummary:
         self.answers += 1
         self.claims += len(verdict.claims)
         self.framing += len(verdict.framing)
+        if verdict.unjudged:
+            self.unjudged += len(verdict.unjudged)
+            self.answers_unjudged += 1
         if verdict.uncited:
             self.uncited += len(verdict.uncited)
             self.answers_uncited += 1
@@ -79,6 +85,8 @@ class CoverageSummary:
         self.uncited += other.uncited
         self.invalid += other.invalid
         self.answers_uncited += other.answers_uncited
+        self.unjudged += other.unjudged
+        self.answers_unjudged += other.answers_unjudged
         for topic, count in other.uncited_topics.items():
             self.count_topic(topic, count)
 
@@ -87,9 +95,15 @@ class CoverageSummary:
         return bool(self.answers or self.invalid)
 
     @property
+    def judged_claims(self) -> int:
+        """Claims whose citations could be read: the ones that are covered or uncited."""
+        return self.claims - self.unjudged
+
+    @property
     def uncited_ratio(self) -> float:
-        """Uncited claims per claim: the share of what answers asserted that nothing backs."""
-        return self.uncited / self.claims if self.claims else 0.0
+        """Uncited claims per judged claim: the share of what answers asserted that nothing
+        backs (claims whose citations could not be read are neither)."""
+        return self.uncited / self.judged_claims if self.judged_claims else 0.0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -100,6 +114,8 @@ class CoverageSummary:
             "uncited_ratio": self.uncited_ratio,
             "invalid": self.invalid,
             "answers_with_uncited_claims": self.answers_uncited,
+            "unjudged": self.unjudged,
+            "answers_with_unreadable_citations": self.answers_unjudged,
             "uncited_by_topic": [
                 {"topic": topic or None, "uncited": count}
                 for topic, count in self.uncited_topics.most_common()
@@ -116,6 +132,12 @@ class CoverageSummary:
             f"  uncited ratio     {self.uncited_ratio:7.2%}   {_count(self.uncited, 'claim')} "
             f"without a citation, in {_count(self.answers_uncited, 'answer')} (mark_uncited)",
         ]
+        if self.unjudged:
+            lines.append(
+                f"  not judged        {_count(self.unjudged, 'claim')} in "
+                f"{_count(self.answers_unjudged, 'answer')} whose citations could not be read: "
+                "neither cited nor uncited (fix_record)"
+            )
         if self.uncited_topics:
             top = ", ".join(
                 f"{_shown_topic(topic)} {count:,}"

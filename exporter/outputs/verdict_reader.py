@@ -142,9 +142,15 @@ def add_coverage_record(coverage: CoverageSummary, record: dict[str, Any]) -> No
         if type(value) is not list:
             raise ValueError(f"'{name}' is not a list")
         lists[name] = len(value)
+    unjudged = record.get("unjudged", [])  # absent from the files of older versions
+    if type(unjudged) is not list:
+        raise ValueError("'unjudged' is not a list")
     coverage.answers += 1
     coverage.claims += lists["claims"]
     coverage.framing += lists["framing"]
+    if unjudged:
+        coverage.unjudged += len(unjudged)
+        coverage.answers_unjudged += 1
     if lists["uncited"]:
         coverage.uncited += lists["uncited"]
         coverage.answers_uncited += 1

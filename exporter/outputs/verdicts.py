@@ -65,6 +65,7 @@ def coverage_record(verdict: CoverageVerdict, **where: Any) -> dict[str, Any]:
         "claims": verdict.claims,
         "framing": verdict.framing,
         "uncited": verdict.uncited,
+        "unjudged": verdict.unjudged,
         "topic": verdict.topic,
     }
     if verdict.error is not None:

@@ -132,7 +132,7 @@ class Pipeline:
             coverage is not None
             and mode is Mode.INLINE
             and (
-                coverage.status is CoverageStatus.UNCITED_CLAIMS
+                coverage.status in (CoverageStatus.UNCITED_CLAIMS, CoverageStatus.UNJUDGED)
                 or (publish_all and coverage.status is CoverageStatus.COVERED)
             )
         ):

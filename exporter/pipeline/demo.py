@@ -125,7 +125,7 @@ class DemoView:
         counts = Counter(v.status.value for v in outcome.verdicts)
         coverage = outcome.coverage
         if coverage is not None and coverage.status is not CoverageStatus.INVALID:
-            counts[_CLAIMS] = len(coverage.claims)
+            counts[_CLAIMS] = len(coverage.claims) - len(coverage.unjudged)
             counts[_UNCITED] = len(coverage.uncited)
         self._events.append((self._clock(), counts))
 

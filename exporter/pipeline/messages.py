@@ -167,7 +167,7 @@ def _judge_input(
 
 
 def _coverage(
-    parsed: object, cited: set[int], policy: Policy, header_checked: bool
+    parsed: object, cited: set[int], policy: Policy, header_checked: bool, unreadable: int
 ) -> CoverageVerdict | None:
     """The coverage verdict of an answer event that carried sentences (None otherwise)."""
     answer = decode_sentences(parsed, policy.limits, header_checked=header_checked)
@@ -178,7 +178,12 @@ def _coverage(
         return invalid_coverage(answer.answer_id, answer.topic, error, answer.reason)
     assert answer.answer_id is not None
     return check_coverage(
-        answer.answer_id, answer.topic, answer.sentences, cited, policy.classifier
+        answer.answer_id,
+        answer.topic,
+        answer.sentences,
+        cited,
+        policy.classifier,
+        unreadable=unreadable,
     )
 
 
@@ -258,6 +263,10 @@ def _check(  # noqa: PLR0917 - the private body of check_message, called once
             assert isinstance(item, InvalidCitation)
             invalid.append(item)
             checked.append(CheckedCitation(invalid_verdict(item), item.index))
-    coverage = _coverage(parsed, cited, policy, decoded) if in_answer and policy.coverage else None
+    coverage = (
+        _coverage(parsed, cited, policy, decoded, len(invalid))
+        if in_answer and policy.coverage
+        else None
+    )
     dead_letter = _letter(origin, value, key, invalid, coverage)
     return Outcome(origin, mode, checked, dead_letter, coverage=coverage)
