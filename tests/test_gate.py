@@ -142,9 +142,19 @@ def test_gate_options_need_a_gate_in_report(tmp_path: Path) -> None:
 
 
 def test_every_line_is_judged_apart() -> None:
-    summary = SweepSummary()
+    summary = SweepSummary(chunks_loaded=10)
     summary.statuses.update({"ok": 97, "drift_repaired": 2, "document_missing": 1})
     result = summary.judge(Gate(drift_above=0.01, missing_above=0.01))
     assert [line.name for line in result.crossed] == ["drift"]
     assert summary.judge(Gate(drift_above=0.01, unrepaired_only=True)).passed
     assert not summary.judge(Gate(drift_above=0.05, missing_above=0.005)).passed
+
+
+def test_allow_empty_passes_a_sweep_of_an_empty_store_whose_documents_are_all_missing() -> None:
+    """With no chunk loaded every document is missing: that is the nothing-to-judge-by case
+    --allow-empty lets pass, not a re-index that lost them."""
+    summary = SweepSummary()
+    summary.statuses.update({"document_missing": 10})
+    assert summary.judge(Gate(allow_empty=True)).passed
+    assert not summary.judge(Gate(allow_empty=False)).passed
+    assert "not gated (no chunk was loaded" in summary.render_text(Gate(allow_empty=True))

@@ -138,3 +138,20 @@ def test_no_shifted_span_passes_as_ok(words: list[str], lead: list[str], prefix:
     assert verdict.status is not Status.OK or held, verdict
     if verdict.repair is not None:
         assert fold(text[verdict.repair.start : verdict.repair.end]).strip() == fold(quote)
+
+
+def test_a_span_recorded_with_its_full_stop_beside_the_quote_has_not_moved() -> None:
+    """A span a little wider than its quote at answer time (the sentence's full stop): the
+    reader sees the quote, and no shift produces that (a shift loses part of the quote)."""
+    store = store_of(chunk_record("d", 0, TEXT))
+    span_end = len(BEFORE + QUOTE) + 1  # the space after the quote's full stop, too
+    verdict = check_citation(citation(QUOTE[:-1], "d#0", len(BEFORE), span_end), store, POLICY)
+    assert verdict.status is Status.OK
+
+
+def test_a_span_wider_than_its_quote_by_a_word_has_moved() -> None:
+    store = store_of(chunk_record("d", 0, TEXT, doc_offset=0))
+    start, end = len(BEFORE) - len("receipt. "), len(BEFORE + QUOTE)
+    verdict = check_citation(citation(QUOTE, "d#0", start, end), store, POLICY)
+    assert verdict.status is Status.DRIFT_REPAIRED and verdict.reason == "span_shifted"
+    assert verdict.repair is not None and verdict.repair.shift == len("receipt. ")

@@ -70,6 +70,19 @@ def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
+def _inside_with_punctuation(text: str, place: tuple[int, int], span: tuple[int, int]) -> bool:
+    """The span holds the whole quote and, beside it, only punctuation and spaces.
+
+    No shift makes that: a span moved by k characters loses k characters of its quote. It is a
+    span recorded a little wider than its quote at answer time (the sentence's full stop, a
+    closing bracket), and a reader sees the quote: nothing moved.
+    """
+    if not (span[0] <= place[0] and place[1] <= span[1]):
+        return False
+    beside = text[span[0] : place[0]] + text[place[1] : span[1]]
+    return not any(character.isalnum() for character in beside)
+
+
 def quote_nearby(quote: FoldedQuote, text: str, start: int, end: int, threshold: float) -> Nearby:
     """Where the folded ``quote`` occurs in ``text`` (a chunk) near ``[start, end)``."""
     if not quote.text:
@@ -82,7 +95,7 @@ def quote_nearby(quote: FoldedQuote, text: str, start: int, end: int, threshold:
     while at != -1 and len(places) < _MAX_NEAR_OCCURRENCES:
         raw_start, raw_end = folded.to_raw(at, at + len(quote.text))
         place = _trimmed(text, lo + raw_start, lo + raw_end)
-        if place == span:
+        if place == span or _inside_with_punctuation(text, place, span):
             return Nearby(True, ())
         places.append(place)
         at = folded.text.find(quote.text, at + 1)

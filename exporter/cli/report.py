@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from dataclasses import replace
 from typing import Any
 
 from exporter.cli.common import (
@@ -223,11 +222,8 @@ def _take(line: bytes, where: str, summary: SweepSummary, judged: JudgedRecords)
 def run(args: argparse.Namespace) -> int:
     assumptions = audit_assumptions(args)
     gate = gate_from(args)
-    if gate is not None:
-        # verdict files have no chunk store to miss: an empty file is refused below instead
-        gate = replace(gate, allow_empty=True)
     refuse_unwritable("--out", args.out, args.verdicts)
-    summary, judged = SweepSummary(), JudgedRecords()
+    summary, judged = SweepSummary(from_verdicts=True), JudgedRecords()
     unreadable = read_verdicts(args.verdicts, summary, judged)
     write_report(
         "--out",

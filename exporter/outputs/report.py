@@ -175,6 +175,8 @@ class SweepSummary:
     chunks_loaded: int = 0
     documents_loaded: int = 0
     elapsed_seconds: float = 0.0
+    # counted from verdict files (citation-exporter report): no chunk store was read
+    from_verdicts: bool = False
     # per source, superseded documents and drift examples, for the HTML report
     details: ReportDetails = field(default_factory=ReportDetails)
 
@@ -242,6 +244,8 @@ class SweepSummary:
             )
             if gated is None:
                 return ""
+            if gated.waived is not None:
+                return f"   not gated ({gated.waived}; --allow-empty)"
             return f"   gate: fail above {gated.limit:.2%} -> {'FAIL' if gated.crossed else 'ok'}"
 
         lines = [
@@ -309,6 +313,8 @@ class SweepSummary:
 
     def missing_input(self) -> str | None:
         """Why this sweep read nothing to judge by, when it did (a gate must not pass then)."""
+        if self.from_verdicts:
+            return None if self.valid else "no valid verdicts were read: is this the right file?"
         if not self.chunks_loaded:
             return "no chunk was loaded: is this the right --chunks file?"
         if not self.valid:
@@ -323,7 +329,9 @@ class SweepSummary:
             if gate.unrepaired_only
             else GateLine(DRIFT, self.drift_ratio, gate.drift_above)
         )
-        missing = GateLine(MISSING, self.missing_ratio, gate.missing_above)
+        no_store = not self.chunks_loaded and not self.from_verdicts
+        waived = "no chunk was loaded" if no_store and gate.allow_empty else None
+        missing = GateLine(MISSING, self.missing_ratio, gate.missing_above, waived)
         empty = None if gate.allow_empty else self.missing_input()
         return GateResult((drift, missing), empty)
 
@@ -359,6 +367,7 @@ class SweepSummary:
                         "ratio": line.ratio,
                         "fail_above": line.limit,
                         "crossed": line.crossed,
+                        "waived": line.waived,
                     }
                     for line in result.lines
                 ],
