@@ -41,6 +41,15 @@ from exporter.checks.claims import (  # noqa: E402
 )
 
 DATA = ROOT / "tests" / "data" / "coverage" / "sentences.jsonl"
+# whole answers written blind to the classifier, with which sentences were cited (ANSWERS.md)
+ANSWERS = ROOT / "tests" / "data" / "coverage" / "answers.jsonl"
+sys.path.insert(0, str(ROOT / "tests"))
+
+from labelled_sets import answer_scores  # noqa: E402
+
+
+def _is_claim(classifier: SentenceClassifier, text: str) -> bool:
+    return classifier.classify(text) is SentenceKind.CLAIM
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -146,6 +155,10 @@ def main() -> None:
     rows = _rows(args.data)
     for split in ("tune", "measure"):
         _quality(classifier, [row for row in rows if row["split"] == split], split)
+    print("blind answers (tests/data/coverage/answers.jsonl), as coverage flags them:")
+    for split in ("tune", "measure"):
+        scores = answer_scores(ANSWERS, split, lambda text: _is_claim(classifier, text))
+        print("  " + scores.line(split))
     if args.show_tune_failures:
         for row in rows:
             if row["split"] == "tune" and classifier.classify(row["text"]) != row["label"]:

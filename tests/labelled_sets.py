@@ -1,13 +1,14 @@
-"""Scoring a classifier on a labelled set's split: the one helper the floors tests share."""
+"""Scoring a classifier on a labelled set's split: the helpers the floors tests share."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["precision_recall"]
+__all__ = ["AnswerScores", "answer_scores", "precision_recall"]
 
 
 def precision_recall(
@@ -29,3 +30,48 @@ def precision_recall(
             fp += guess and not truth
             fn += truth and not guess
     return tp / (tp + fp), tp / (tp + fn), total
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerScores:
+    """A classifier on whole labelled answers, as coverage uses it: a cited sentence is a claim
+    by the answer's own account; an uncited one the classifier calls a claim is flagged."""
+
+    framing_recall: float
+    claim_recall: float
+    # of the sentences flagged as uncited claims, the share that are claims
+    uncited_precision: float
+    sentences: int
+
+    def line(self, split: str) -> str:
+        return (
+            f"{split}: framing recall {self.framing_recall:.3f}, claim recall "
+            f"{self.claim_recall:.3f}, uncited-claim precision {self.uncited_precision:.3f} "
+            f"({self.sentences} sentences)"
+        )
+
+
+def answer_scores(path: Path, split: str, is_claim: Callable[[str], bool]) -> AnswerScores:
+    """Scores of ``is_claim`` on one split of a JSONL set of labelled answers (ANSWERS.md)."""
+    framing = framing_right = claims = claims_right = flagged = flagged_right = 0
+    with path.open(encoding="utf-8") as lines:
+        for line in lines:
+            answer = json.loads(line)
+            if answer["split"] != split:
+                continue
+            for sentence in answer["sentences"]:
+                claim = sentence["cited"] or is_claim(sentence["text"])
+                truth = sentence["label"] == "claim"
+                framing += not truth
+                framing_right += not truth and not claim
+                claims += truth
+                claims_right += truth and claim
+                if claim and not sentence["cited"]:
+                    flagged += 1
+                    flagged_right += truth
+    return AnswerScores(
+        framing_right / framing,
+        claims_right / claims,
+        flagged_right / flagged if flagged else 1.0,
+        framing + claims,
+    )

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from labelled_sets import precision_recall
+from labelled_sets import answer_scores, precision_recall
 
 from exporter.checks import claims
 from exporter.checks.claims import (
@@ -29,6 +29,8 @@ from exporter.records.limits import MAX_ERROR_CHARS
 
 CLAIM, FRAMING = SentenceKind.CLAIM, SentenceKind.FRAMING
 DATA = Path(__file__).parent / "data" / "coverage" / "sentences.jsonl"
+# whole answers written blind to the classifier (data/coverage/ANSWERS.md)
+ANSWERS = Path(__file__).parent / "data" / "coverage" / "answers.jsonl"
 classifier = RuleClassifier()
 
 
@@ -148,6 +150,25 @@ def test_labelled_set_floors(split: str, precision_floor: float, recall_floor: f
     assert total > 200
     assert precision >= precision_floor, f"{split}: claim precision {precision:.3f}"
     assert recall >= recall_floor, f"{split}: claim recall {recall:.3f}"
+
+
+# Issue 22, part 4: framing misread as claims made a quarter of the uncited-claim flags wrong
+# on answers the project had not seen. Measured with bench/claims_bench.py on the blind answers
+# (data/coverage/ANSWERS.md); before the framing units of issue 22: tune framing recall 0.601,
+# uncited-claim precision 0.257; measure 0.590 and 0.192; claim recall 1.000 on both. Now: tune
+# 0.957, 0.765; measure 0.698, 0.244; claim recall 1.000 on both. The issue's goal (framing
+# recall and uncited-claim precision at least 0.90 on the split never tuned on) is not met yet:
+# these floors keep what was won, a couple of points below the figures.
+@pytest.mark.parametrize(
+    ("split", "framing_floor", "precision_floor"),
+    [("tune", 0.94, 0.74), ("measure", 0.67, 0.22)],
+)
+def test_blind_answers_floors(split: str, framing_floor: float, precision_floor: float) -> None:
+    scores = answer_scores(ANSWERS, split, lambda text: classifier.classify(text) is CLAIM)
+    assert scores.sentences > 300
+    assert scores.claim_recall >= 0.98, scores.line(split)
+    assert scores.framing_recall >= framing_floor, scores.line(split)
+    assert scores.uncited_precision >= precision_floor, scores.line(split)
 
 
 # --- properties -------------------------------------------------------------------------------
@@ -302,7 +323,8 @@ def test_a_plugin_whose_import_fails(monkeypatch: pytest.MonkeyPatch, tmp_path: 
 
 def _normalise_plainly(sentence: str) -> tuple[str, bool]:
     """Every normalisation step, always: what claims._normalise's shortcuts must equal."""
-    text = claims._SPACE.sub(" ", sentence.translate(claims._FOLD)).strip().casefold()
+    without_emoji = claims._EMOJI.sub(" ", sentence)
+    text = claims._SPACE.sub(" ", without_emoji.translate(claims._FOLD)).strip().casefold()
     text = claims._SPACED_DASH.sub("; ", text)
     heading = claims._HEADING.fullmatch(text) is not None
     marker = claims._LIST_MARK.match(text)

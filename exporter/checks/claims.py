@@ -112,6 +112,49 @@ _EMPHASIS = re.compile(r"\*\*|__")
 # What a heading or a list marker can start with (the digits and "a." / "b)" are tested apart).
 _HEADING_STARTS = frozenset("#*_")
 _LIST_MARK_STARTS = frozenset("-*+>[")
+# Emoji, pictographs and their joiners and variation selectors: decoration, never a claim's
+# content ("Hi! \U0001f44b", "Good news \U0001f389"). Removed before matching.
+_EMOJI = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff\ufe0e\ufe0f\u200d\u20e3]+")
+# A sign-off's name line, as written (capitals kept): "Dana from Ledgerly Support", "People
+# Team", "Accounts Team, Parcelnest", "Best regards, Customer Success". At most six words, each
+# capitalised or a joining word, no digit and no closing punctuation but a comma.
+_NAME_WORD = (
+    r"(?:[A-Z][^\W\d_]*(?:['\u2019.-][^\W\d_]+)*\.?|&|from|at|of|the|and|for|[-\u2013\u2014])"
+)
+_CLOSING = (
+    r"(?:(?:with )?(?:best|kind|warm|warmest|many|kindest) (?:regards|wishes|thanks)|regards|"
+    r"cheers|thanks|thank you|best|sincerely|yours(?: sincerely| truly| faithfully)?|"
+    r"all the best|take care)"
+)
+_SIGNATURE = re.compile(
+    r"(?:(?i:" + _CLOSING + r"),? )?" + _NAME_WORD + r"(?:,? " + _NAME_WORD + r"){0,5},?"
+)
+# Single capitalised words that are bare answers, not names ("Yes", "Unlimited").
+_BARE_ANSWERS = frozenset(
+    [
+        "yes",
+        "no",
+        "yep",
+        "nope",
+        "yeah",
+        "none",
+        "never",
+        "always",
+        "true",
+        "false",
+        "correct",
+        "free",
+        "included",
+        "unlimited",
+        "enabled",
+        "disabled",
+        "required",
+        "optional",
+        "both",
+        "neither",
+        "either",
+    ]
+)
 # A letter or digit in any script: without one there is nothing to check.
 _WORDY = re.compile(r"[^\W_]")
 
@@ -123,7 +166,7 @@ def _normalise(sentence: str) -> tuple[str, bool]:
     markdown): the same result, in a third of the time, for the sentences most answers hold.
     """
     plain = sentence.isascii()
-    text = sentence if plain else sentence.translate(_FOLD)
+    text = sentence if plain else _EMOJI.sub(" ", sentence).translate(_FOLD)
     if not (plain and text.isprintable() and "  " not in text):
         text = _SPACE.sub(" ", text)
     text = text.strip().casefold()
@@ -193,7 +236,7 @@ _GENERIC_ADVICE = (
     r"plan(?:ning)?|sav(?:e|ing)|not(?:e|ing)|writ(?:e|ing) down|tak(?:e|ing)|be|being|"
     r"stay(?:ing)?|mak(?:e|ing) sure|look(?:ing)?|watch(?:ing)?|think(?:ing)? about|"
     r"consider(?:ing)?|talk(?:ing)? to|speak(?:ing)? (?:to|with)|ask(?:ing)?|read(?:ing)?|"
-    r"bookmark(?:ing)?|hold(?:ing)? on to|get(?:ting)? in touch)\b"
+    r"bookmark(?:ing)?|hold(?:ing)? on to|get(?:ting)? in touch|hav(?:e|ing))\b"
 )
 _EMOTION = (
     r"(?:frustrat(?:ing|ed)|overwhelm(?:ing|ed)|confus(?:ing|ed)|stress(?:ful|ed)|"
@@ -246,6 +289,8 @@ _STRONG = [
     r"if i understand (?:you |this |your question )?(?:correctly|right)",
     # questions to the user (a question that starts like one and ends in "?")
     r"(?!did you know\b)" + _QUESTION_START + r"[^.;:!?]*\?",
+    # a question that restates the user's situation ("So it connects but then drops?")
+    r"(?!did you know\b)[^.;:!?\d]*\?",
     r"[^.;:!?]*, (?:right|correct|yes|no|ok|okay)\?",
     # the retrieval and the sources
     _RETRIEVAL_SUBJECT + r"(?! " + _ATTRIBUTES + r")" + _C,
@@ -333,7 +378,77 @@ _STRONG = [
     r"(?:don't|do not) worry(?: about (?:it|that|this))?",
     # generic advice: an advice lead and a generic verb, with nothing specific after it
     _ADVICE_LEAD + r" " + _GENERIC_ADVICE + _C_PLAIN,
+    # more thanks, praise and empathy, as support answers phrase them
+    r"appreciate (?:you|your|it|the|this|that)\b" + _C,
+    r"(?:that's|that is|this is|it's|it is) (?:exactly )?the right (?:instinct|call|thing to do|"
+    r"move|place to ask)\b" + _C_PLAIN,
+    r"(?:that|this|it) makes (?:it|things|this|my job) (?:much |a lot |so much )?(?:easier|simpler|"
+    r"quicker|clearer)\b" + _C_PLAIN,
+    r"(?:(?:i|we)(?:'m|'re| am| are) )?(?:so |very |really |truly )?sorry (?:that )?(?:your|the|"
+    r"this|that|you)\b(?![^.,;:!?]*(?:\bnot\b|n't|\bno\b|\bnever\b))" + _C_PLAIN,
+    r"(?:my |our )?(?:sincere |deepest )?apologies (?:that|if)\b" + _C,
+    r"it(?:'s| has) been a (?:busy|long|hectic|crazy) (?:week|day|month|few days)\b" + _C_PLAIN,
+    r"(?:it's |it is |so |always |really )?(?:good|great|nice|lovely) to (?:hear from|see|meet|"
+    r"chat with|help) you(?: again)?",
+    r"(?:great|good|excellent|fair|interesting|smart|nice) (?:question|point|catch|idea|one)"
+    r"(?: about [^.,;:!?]*)?",
+    r"(?:it's|that's|this is|it is|that is) a (?:common|popular|frequent|good|great|fair) "
+    r"(?:one|question)\b" + _C_PLAIN,
+    r"[^.,;:!?]*(?:comes?|came) up (?:a lot|often|quite often|frequently|all the time)\b",
+    r"(?:good|great|some good) news(?= ?(?:!|$))",
+    r"fingers crossed\b" + _C_PLAIN,
+    r"(?:huge |big |many |hearty |warm |warmest )?congrat(?:ulation)?s\b" + _C_PLAIN,
+    r"wishing you\b" + _C_PLAIN,
+    r"(?:yours (?:sincerely|truly|faithfully)|(?:with )?(?:kind|warm|warmest|best|kindest) "
+    r"(?:regards|wishes)|(?:very )?best wishes)",
+    r"have (?:fun|a (?:[^\W\d_]+ )?(?:day|week|weekend|evening|night|morning|afternoon|time|"
+    r"trip|holiday|break|one|rest of (?:the|your) (?:day|week|weekend|evening|afternoon)))"
+    + _C_PLAIN,
+    # steps handed back to the user, and what the assistant can and cannot do
+    r"(?:give (?:that|it|this|those) a (?:go|try|shot|whirl)|try (?:that|this|it|those)"
+    r"(?: out)?|tell me\b" + _C + r")",
+    r"(?:that|this) should (?:do it|do the trick|sort it|fix it)\b" + _C_PLAIN,
+    r"what (?:i|we) can do (?:is|here is)\b" + _C_PLAIN,
+    r"i can (?:help|answer|assist)\b(?:[^.,;:!?]|,(?= ))*",
+    _I_AM + r" (?:just |only )?(?:an?|the|your) (?:[^\W\d_]+ ){0,2}(?:assistant|bot|chatbot|"
+    r"helper)\b" + _C,
+    _I_AM + r" (?:having (?:trouble|difficulty|a hard time)|struggling)\b" + _C,
+    _I_HAVE + r" (?:just |also )?(?:added|attached|updated|logged|put|passed on)\b [^.,;:!?]*?"
+    r"\b(?:notes?|details|comments?|information|screenshots?|it|them|this)\b" + _C_PLAIN,
+    r"it (?:doesn't|does not) (?:say anything|mention anything)\b" + _C,
+    # announcing structure, and hedged summaries of what follows
+    _I_HAVE + r" (?:laid out|listed|summari[sz]ed|put together|included|added|outlined|set out|"
+    r"broken down|collected|gathered|written up|noted)\b[^.;!?]*? below\b[^.;!?]*",
+    r"(?:a |the )?(?:quick |short |brief |full )?(?:summary|overview|rundown|breakdown|answer|"
+    r"details|steps|options)(?: is| are)? below",
+    r"there(?:'s| is) (?:a|an) (?:simple|quick|easy|straightforward|easier|better) (?:way|fix)"
+    r"(?: to (?:do|fix|sort|handle|solve) (?:this|that|it))?",
+    r"to answer your question(?: about [^.,;:!?]*)?",
+    r"quick question(?: (?:before i answer|first))?",
+    r"it (?:all |really )?depends on (?:where|what|which|how|whether|when|who|your)\b" + _C_PLAIN,
+    # where to read more, or whom to ask: a pointer that states nothing itself
+    r"(?:for (?:the |more |further |full )?(?:full |complete )?(?:details|information|info|"
+    r"instructions|steps|story|picture|walkthrough)(?: on [^.,;:!?]*)?,? )?(?:have a look at|"
+    r"take a look at|see|check out|head (?:over )?to|visit|read|refer to|look at|dig into) "
+    r"(?:our|the|your) " + _C_PLAIN,
+    r"(?:our|the|your) (?:[^\W\d_]+ ){0,4}(?:page|guide|docs|documentation|policy|article|"
+    r"whitepaper|terms|notes|changelog|faq|help cent(?:re|er)|intranet|handbook|wiki|site|"
+    r"portal|blog) (?:has|have|covers?|contains?|explains?|lists?|goes into) (?:the (?:full|"
+    r"complete|whole|rest)|the rest|more|everything|all the details|further details)\b" + _C_PLAIN,
+    r"(?:the )?(?:full|complete|whole) (?:text|details|release notes|timeline|list|policy|terms|"
+    r"story|walkthrough|guide|breakdown) (?:is|are) (?:in|on|at) (?:our|the) " + _C_PLAIN,
+    r"there(?:'s| is) (?:more|a lot more|much more|further (?:detail|details|information|info))"
+    r" (?:in|on|at) (?:the|our) " + _C_PLAIN,
+    r"(?:your|our|the) (?:[^\W\d_]+ ){0,3}(?:team|manager|representative|rep|contact|"
+    r"department|admin|administrator|desk|lead|colleagues?) (?:would be|is|are|will be) "
+    r"(?:a good|the best|the right|your best) (?:person|people|contact|place|team|bet|"
+    r"point of contact)\b" + _C_PLAIN,
+    # generic advice stated as a habit
+    r"[^.,;:!?\d]* (?:is|are) (?:a good|a smart|a sensible|good|best) (?:habit|practice|idea)"
+    r"(?: anyway)?\b" + _C_PLAIN,
     # marketing boilerplate
+    r"[^.,;:!?\d]* (?:is|are) (?:a |our )?(?:top|highest|number one|first) priority"
+    r"(?: for us)?\b" + _C_PLAIN,
     r"(?:we|i) (?:take|treat) (?:[^\W\d_]+ ){0,4}(?:very |extremely |really |incredibly )?"
     r"seriously\b" + _C,
     r"(?:your )?(?:privacy|security|satisfaction|trust|feedback|business|data protection) "
@@ -352,6 +467,7 @@ _STRONG = [
 # stays a claim.
 _WEAK = [
     r"(?:of course|sure(?: thing)?|certainly|absolutely|definitely|indeed|unfortunately|sadly|"
+    r"yes|yeah|yep|yup|no|nope|again|ooh|oh|ah|aha|hmm|right|"
     r"regrettably|fortunately|luckily|thankfully|happily|honestly|frankly|basically|essentially|"
     r"actually|well|so|now|first|firstly|finally|also|in short|"
     r"in summary|to summari[sz]e|to sum up|in a nutshell|in general|generally speaking|overall|"
@@ -377,9 +493,11 @@ _PREFIXES = [
     r"as far as [^,;:]{0,120} go(?:es)?[,:]",
     r"the (?:good|bad|short|quick|simple) (?:news|answer|version) is(?: that)?\b",
     r"(?:please )?(?:note|keep in mind|bear in mind|remember|be aware)(?: that)?\b",
-    r"(?:just so you know|it's worth (?:noting|mentioning|knowing)(?: that)?|did you know"
-    r"(?: that)?|fun fact)\b",
+    # ("did you know ..." is no prefix: the question units must not read its claim as a question)
+    r"(?:just so you know|it's worth (?:noting|mentioning|knowing)(?: that)?|fun fact)\b",
     _RETRIEVAL_SUBJECT + r" " + _ATTRIBUTES + r"(?: that)?",
+    # an opening adverb without its comma ("Sadly I can't approve that from here")
+    r"(?:sadly|unfortunately|regrettably|fortunately|luckily|thankfully|honestly|again|also)\b",
     # a subordinate clause before the main one: the main clause decides
     r"(?:if|when|whenever|once|as soon as|in case|unless|while|since|because|after|before)"
     r" [^.,;:!?]{0,200},",
@@ -473,10 +591,18 @@ class RuleClassifier:
 _CACHED = 4096
 
 
+def _is_signature(sentence: str) -> bool:
+    """A sign-off's name line: a few capitalised words, not a bare answer ("Yes")."""
+    raw = sentence.strip()
+    if len(raw) > 80 or raw.endswith(".") or _SIGNATURE.fullmatch(raw) is None:
+        return False
+    return raw.rstrip(",").casefold() not in _BARE_ANSWERS
+
+
 @functools.lru_cache(maxsize=_CACHED)
 def _classify(sentence: str) -> SentenceKind:
     text, heading = _normalise(sentence)
-    if _WORDY.search(text) is None or heading:
+    if _WORDY.search(text) is None or heading or _is_signature(sentence):
         return SentenceKind.FRAMING
     return SentenceKind.FRAMING if _is_framing(text) else SentenceKind.CLAIM
 
