@@ -204,14 +204,11 @@ def check_citation(citation: Citation, store: ChunkStore, policy: Policy) -> Ver
         failed = FailedCheck.OUT_OF_BOUNDS
     else:
         text = cited.text[citation.start : citation.end]
-        failed = FailedCheck.QUOTE_MISMATCH
         if text == citation.quote:
-            matches, similarity = True, 100.0
+            matches, similarity, moved = True, 100.0, False
         else:
             quote = FoldedQuote(citation.quote)
             matches, similarity, moved = _compare(quote, cited.text, citation, policy)
-            if moved:
-                failed = FailedCheck.SPAN_SHIFTED
         if matches:  # the common case, built without _verdict's keyword arguments
             return Verdict(
                 citation.citation_id,
@@ -228,6 +225,7 @@ def check_citation(citation: Citation, store: ChunkStore, policy: Policy) -> Ver
                 citation.topic,
                 source,
             )
+        failed = FailedCheck.SPAN_SHIFTED if moved else FailedCheck.QUOTE_MISMATCH
 
     if citation.doc_version != live_version:
         return _verdict(

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 
 from exporter.checks.compare import FoldedQuote
-from exporter.checks.normalize import fold_with_map
+from exporter.checks.normalize import fold, fold_with_map
 
 __all__ = ["NEAR_SLACK", "Nearby", "near_window", "quote_nearby"]
 
@@ -88,7 +88,10 @@ def quote_nearby(quote: FoldedQuote, text: str, start: int, end: int, threshold:
     if not quote.text:
         return Nearby(False, ())
     lo, hi = near_window(start, end, len(quote.raw), len(text), threshold)
-    folded = fold_with_map(text[lo:hi])
+    window = text[lo:hi]
+    if quote.text not in fold(window):
+        return Nearby(False, ())  # the usual answer, without building the offset map
+    folded = fold_with_map(window)
     span = _trimmed(text, start, end)
     places: list[tuple[int, int]] = []
     at = folded.text.find(quote.text)
