@@ -8,6 +8,10 @@ break inside the quote written as CR LF cut the span's end short, and passed too
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from conftest import chunk_record, citation, store_of
 from hypothesis import given, settings
@@ -155,3 +159,19 @@ def test_a_span_wider_than_its_quote_by_a_word_has_moved() -> None:
     verdict = check_citation(citation(QUOTE, "d#0", start, end), store, POLICY)
     assert verdict.status is Status.DRIFT_REPAIRED and verdict.reason == "span_shifted"
     assert verdict.repair is not None and verdict.repair.shift == len("receipt. ")
+
+
+def test_the_quote_check_bench_runs_and_compares_with_the_engine_before() -> None:
+    """The benchmark of README's Performance (figures there; nothing is timed here)."""
+    bench = Path(__file__).resolve().parent.parent / "bench" / "quote_check_bench.py"
+    done = subprocess.run(
+        [sys.executable, str(bench), "--citations", "200", "--repeat", "1"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = {line.split()[0]: line for line in done.stdout.splitlines()[2:]}
+    assert set(rows) == {"verbatim", "typography", "edited", "shifted"}
+    assert "'ok': " in rows["verbatim"] and "drift_repaired" in rows["shifted"]
