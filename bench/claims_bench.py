@@ -43,6 +43,7 @@ from exporter.checks.claims import (  # noqa: E402
 DATA = ROOT / "tests" / "data" / "coverage" / "sentences.jsonl"
 # whole answers written blind to the classifier, with which sentences were cited (ANSWERS.md)
 ANSWERS = ROOT / "tests" / "data" / "coverage" / "answers.jsonl"
+ANSWERS_TUNE2 = ROOT / "tests" / "data" / "coverage" / "answers_tune2.jsonl"
 sys.path.insert(0, str(ROOT / "tests"))
 
 from labelled_sets import answer_scores  # noqa: E402
@@ -156,9 +157,9 @@ def main() -> None:
     for split in ("tune", "measure"):
         _quality(classifier, [row for row in rows if row["split"] == split], split)
     print("blind answers (tests/data/coverage/answers.jsonl), as coverage flags them:")
-    for split in ("tune", "measure"):
-        scores = answer_scores(ANSWERS, split, lambda text: _is_claim(classifier, text))
-        print("  " + scores.line(split))
+    for path, split in ((ANSWERS, "tune"), (ANSWERS_TUNE2, "tune"), (ANSWERS, "measure")):
+        scores = answer_scores(path, split, lambda text: _is_claim(classifier, text))
+        print(f"  {path.name} " + scores.line(split))
     if args.show_tune_failures:
         for row in rows:
             if row["split"] == "tune" and classifier.classify(row["text"]) != row["label"]:

@@ -31,6 +31,8 @@ CLAIM, FRAMING = SentenceKind.CLAIM, SentenceKind.FRAMING
 DATA = Path(__file__).parent / "data" / "coverage" / "sentences.jsonl"
 # whole answers written blind to the classifier (data/coverage/ANSWERS.md)
 ANSWERS = Path(__file__).parent / "data" / "coverage" / "answers.jsonl"
+# more blind answers, for tuning only
+ANSWERS_TUNE2 = Path(__file__).parent / "data" / "coverage" / "answers_tune2.jsonl"
 classifier = RuleClassifier()
 
 
@@ -119,6 +121,29 @@ def test_a_long_sentence_is_a_claim_unexamined() -> None:
     assert classifier.classify(long_thanks[:MAX_CHARS] + "!") is CLAIM
 
 
+@pytest.mark.parametrize(
+    ("sentence", "kind"),
+    [
+        ("Dana from Ledgerly Support", FRAMING),
+        ("Helen Marsh, Enterprise Accounts \u2014 Quillstone Software", FRAMING),
+        ("Best regards, Customer Success", FRAMING),
+        ("Unlimited", CLAIM),
+        ("- Implants", CLAIM),
+        ("Apologies for the delay on this one, Fatima.", FRAMING),
+        ("Great question! No.", CLAIM),
+        ("Sorry, but no.", CLAIM),
+        ("Hi! \U0001f44b", FRAMING),
+        ("Rental car abroad \u2014 covered or not?", FRAMING),
+        ("Did you know that exports are free?", CLAIM),
+        ("Neither of them says anything about nonprofit discounts, unfortunately.", FRAMING),
+        ("Happy to report that refunds are instant.", CLAIM),
+    ],
+)
+def test_sign_offs_emoji_and_trailing_words(sentence: str, kind: SentenceKind) -> None:
+    """Issue 22's framing units, and the bare answers they must leave alone."""
+    assert classifier.classify(sentence) is kind
+
+
 def test_curly_quotes_and_markdown_fold() -> None:
     assert classifier.classify("I couldn\u2019t find a price for that.") is FRAMING
     assert classifier.classify("1. **Thanks** for your patience!") is FRAMING
@@ -153,18 +178,25 @@ def test_labelled_set_floors(split: str, precision_floor: float, recall_floor: f
 
 
 # Issue 22, part 4: framing misread as claims made a quarter of the uncited-claim flags wrong
-# on answers the project had not seen. Measured with bench/claims_bench.py on the blind answers
-# (data/coverage/ANSWERS.md); before the framing units of issue 22: tune framing recall 0.601,
-# uncited-claim precision 0.257; measure 0.590 and 0.192; claim recall 1.000 on both. Now: tune
-# 0.957, 0.765; measure 0.698, 0.244; claim recall 1.000 on both. The issue's goal (framing
-# recall and uncited-claim precision at least 0.90 on the split never tuned on) is not met yet:
-# these floors keep what was won, a couple of points below the figures.
+# on answers the project had not seen. Measured with bench/claims_bench.py on whole answers
+# written blind to the rules (data/coverage/ANSWERS.md): answers.jsonl's measure split is never
+# tuned on; its tune split and answers_tune2.jsonl are what the framing units of issue 22 were
+# written against. Before them: measure framing recall 0.590, uncited-claim precision 0.192;
+# now 0.776 and 0.303; claim recall 1.000 throughout. The issue's goal (0.90 for both on the
+# split never tuned on) is not met yet: these floors keep what was won, a couple of points below.
 @pytest.mark.parametrize(
-    ("split", "framing_floor", "precision_floor"),
-    [("tune", 0.94, 0.74), ("measure", 0.67, 0.22)],
+    ("path", "split", "framing_floor", "precision_floor"),
+    [
+        (ANSWERS, "tune", 0.95, 0.79),
+        (ANSWERS_TUNE2, "tune", 0.89, 0.50),
+        (ANSWERS, "measure", 0.75, 0.28),
+    ],
+    ids=["answers-tune", "answers_tune2", "answers-measure"],
 )
-def test_blind_answers_floors(split: str, framing_floor: float, precision_floor: float) -> None:
-    scores = answer_scores(ANSWERS, split, lambda text: classifier.classify(text) is CLAIM)
+def test_blind_answers_floors(
+    path: Path, split: str, framing_floor: float, precision_floor: float
+) -> None:
+    scores = answer_scores(path, split, lambda text: classifier.classify(text) is CLAIM)
     assert scores.sentences > 300
     assert scores.claim_recall >= 0.98, scores.line(split)
     assert scores.framing_recall >= framing_floor, scores.line(split)

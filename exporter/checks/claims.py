@@ -17,6 +17,11 @@ an attribution or a friendly opener ("I think", "According to section 8.2,", "Go
 stripped and what follows decides. Anything left over that no framing pattern explains is a
 claim, whatever it is.
 
+**Sign-offs are read as written.** A name line ("Dana from Ledgerly Support", "People Team")
+asserts nothing, but only its capitals tell it from a bare answer ("Yes", "Unlimited"), so it
+is recognised before the sentence is folded; emoji and Slack shortcodes are decoration, and a
+name after framing and a comma ("Apologies for the delay, Fatima.") is the person addressed.
+
 **Rules, not a model.** Compiled regular expressions over a normalised sentence: no dependency,
 no file to ship, a few microseconds per sentence, and every decision can be read in this file.
 
@@ -127,7 +132,8 @@ _CLOSING = (
     r"all the best|take care)"
 )
 _SIGNATURE = re.compile(
-    r"(?:(?i:" + _CLOSING + r"),? )?" + _NAME_WORD + r"(?:,? " + _NAME_WORD + r"){0,5},?"
+    r"(?:(?i:" + _CLOSING + r"),? )?[A-Z][^\W\d_]*(?:['\u2019.-][^\W\d_]+)*\.?"
+    r"(?:,? " + _NAME_WORD + r"){0,7},?"
 )
 # Single capitalised words that are bare answers, not names ("Yes", "Unlimited").
 _BARE_ANSWERS = frozenset(
@@ -227,7 +233,7 @@ _ADVICE_LEAD = (
     r"it(?:'s| is) (?:always |usually |generally )?worth|"
     r"i(?:'d| would)? (?:strongly )?(?:recommend|suggest|advise)(?: that you)?|"
     r"we (?:strongly )?(?:recommend|suggest|advise)(?: that you)?|"
-    r"you (?:may|might) (?:want|wish) to|it (?:can|may|might) help to)"
+    r"you (?:may|might) (?:want|wish) to|it (?:can|may|might) help to|personally i(?:'d| would))"
 )
 # Verbs of generic advice ("keep your receipts", "keeping an eye on ..."); anything more specific
 # after an advice lead ("switch the protocol to TCP") is a claim.
@@ -236,16 +242,18 @@ _GENERIC_ADVICE = (
     r"plan(?:ning)?|sav(?:e|ing)|not(?:e|ing)|writ(?:e|ing) down|tak(?:e|ing)|be|being|"
     r"stay(?:ing)?|mak(?:e|ing) sure|look(?:ing)?|watch(?:ing)?|think(?:ing)? about|"
     r"consider(?:ing)?|talk(?:ing)? to|speak(?:ing)? (?:to|with)|ask(?:ing)?|read(?:ing)?|"
-    r"bookmark(?:ing)?|hold(?:ing)? on to|get(?:ting)? in touch|hav(?:e|ing))\b"
+    r"bookmark(?:ing)?|hold(?:ing)? on to|get(?:ting)? in touch|hav(?:e|ing)|rais(?:e|ing)|"
+    r"run(?:ning)? the numbers|get(?:ting)?|put(?:ting)?)\b"
 )
 _EMOTION = (
     r"(?:frustrat(?:ing|ed)|overwhelm(?:ing|ed)|confus(?:ing|ed)|stress(?:ful|ed)|"
     r"annoy(?:ing|ed)|worr(?:ying|ied)|upsetting|upset|disappoint(?:ing|ed)|scary|"
-    r"nerve-wracking|(?:no|never|not) fun|a (?:hassle|pain)|inconvenient)\b"
+    r"nerve-wracking|(?:no|never|not) fun|a (?:hassle|pain)|inconvenient|unsettling|"
+    r"disruptive|the worst|stressful|exhausting|worrying)\b"
 )
 _INTENSIFIER = (
     r"(?:(?:so|very|really|quite|incredibly|understandably|a bit|a little|pretty|extremely|"
-    r"super|never|not|always|totally) )?"
+    r"super|never|not|always|totally|hugely|genuinely|really quite) )?"
 )
 _QUESTION_START = (
     r"(?:is|are|was|were|do|does|did|have|has|had|can|could|would|will|should|shall|may|might|"
@@ -256,16 +264,23 @@ _QUESTION_START = (
 # Framing units that may stand alone. Each must end at a clause boundary.
 _STRONG = [
     # greetings and welcomes
-    r"(?:hi|hello|hey|hiya|greetings|good (?:morning|afternoon|evening|day))(?: [^\W\d_]+){0,2}",
+    r"(?:hi|hello|hey|hiya|howdy|greetings|good (?:morning|afternoon|evening|day)|morning|"
+    r"afternoon|evening|hola|hallo|bonjour|ciao|guten (?:tag|morgen|abend)|buenos d\u00edas|"
+    r"buenas)(?: again)?(?: (?:mr|mrs|ms|mx|dr|prof|frau|herr|se\u00f1or|se\u00f1ora|sr|sra)"
+    r"\.?)?(?: [^\W\d_]+){0,2}",
     r"dear [^.,;:!?]{1,40}",
     r"welcome(?: aboard| back| on board| to the team)?",
+    r"welcome (?:to|aboard|back|on board)\b" + _C_PLAIN,
     # thanks
-    r"(?:many |big |a big )?(?:thank you|thanks|thx)(?: (?:so|very) much| a lot| a million|"
+    r"(?:many |big |a big )?(?:thank you|thanks|thx)(?: (?:so|very) much| a lot| a million| a ton|"
+    r" heaps| loads|"
     r" again| kindly)?(?: (?:again|too|as well))?(?: for\b" + _C + ")?",
     r"(?:i|we) (?:really |truly |do )?appreciate (?:your|you|it|the|this|that)\b" + _C,
     # apologies
-    r"(?:(?:i|we)(?:'m|'re| am| are) )?(?:so |very |really |truly |terribly )?sorry"
-    r"(?: (?:for|about|to hear|to see|to learn)\b" + _C + r"|(?: that| if)? (?:this|that|it)"
+    r"(?:(?:i|we)(?:'m|'re| am| are| was| were) )?(?:so |very |really |truly |terribly )?sorry"
+    r"(?: again)?(?: (?:for|about|to hear|to see|to learn)\b"
+    + _C
+    + r"|(?: that| if)? (?:this|that|it)"
     r" (?:happened|has happened|was (?:the case|confusing|frustrating))|(?: that| if)? i\b"
     + _C
     + ")?",
@@ -280,7 +295,7 @@ _STRONG = [
     r"you(?:'re| are| were|'ve been| have been) (?:asking|wondering|trying|looking (?:for|to|into)|"
     r"hoping|planning|curious|concerned|worried|unsure|not sure|confused|frustrated|interested|"
     r"thinking|considering|seeing|having (?:trouble|issues|problems|difficulty)|experiencing|"
-    r"dealing with|stuck)\b" + _C,
+    r"dealing with|stuck|moving|about to|going to)\b" + _C,
     r"you (?:mentioned|said|asked|noted|described|explained|wrote|told me|reported|indicated|"
     r"shared|want(?:ed)? to know|need to know)\b" + _C,
     r"you(?:'d| would) like to (?:know|find out|understand|check)\b" + _C,
@@ -290,10 +305,10 @@ _STRONG = [
     # questions to the user (a question that starts like one and ends in "?")
     r"(?!did you know\b)" + _QUESTION_START + r"[^.;:!?]*\?",
     # a question that restates the user's situation ("So it connects but then drops?")
-    r"(?!did you know\b)[^.;:!?\d]*\?",
+    r"(?!did you know\b)[^.:!?\d]*\?",
     r"[^.;:!?]*, (?:right|correct|yes|no|ok|okay)\?",
     # the retrieval and the sources
-    _RETRIEVAL_SUBJECT + r"(?! " + _ATTRIBUTES + r")" + _C,
+    _RETRIEVAL_SUBJECT + r"(?! " + _ATTRIBUTES + r")[^.;:!?]*",
     r"(?:none|neither|not one) of (?:the|these|those|my) (?:[^\W\d_]+ )?"
     r"(?:documents|docs|articles|sources|results|pages)\b" + _C,
     r"(?:none|neither) of them (?:covers?|mentions?|says?|address(?:es)?|discuss(?:es)?|answers?|"
@@ -311,22 +326,28 @@ _STRONG = [
     _I_HAVE + r" (?:just |also )?found (?:[^.,;:!?]*? )?(?:" + _SOURCES + r"|mentions?|"
     r"information|info|nothing|anything|something|it)\b" + _C_ACTIVITY,
     _I_AM + r" (?:not |un)able to\b" + _C,
-    r"i (?:can't|cannot|can not|couldn't|could not|wasn't able to|was not able to|was unable to|"
+    r"i (?:just |simply |really )?(?:can't|cannot|can not|couldn't|could not|wasn't able to|"
+    r"was not able to|was unable to|"
     r"don't|do not|didn't|did not|won't|will not|have no|haven't|have not)\b"
     r"(?! (?:think|believe|recall|remember|expect|suppose)\b)" + _C,
-    _I_HAVE + r" (?:just |already )?(?:created|opened|raised|logged|filed|escalated|forwarded|"
+    _I_HAVE + r" (?:just |already )?(?:asked|contacted|chased|reached out to|emailed|messaged|"
+    r"pinged|informed|notified|marked|closed|resolved|reopened|"
+    r"created|opened|raised|logged|filed|escalated|forwarded|"
     r"passed|submitted|sent|noted|flagged|shared|made a note|reported|added a note)\b" + _C,
     r"i(?:'ll| will|'d| would| can| could|'m going to| am going to| want to| wanted to)"
-    r"(?: be (?:happy|glad) to)?(?: also| now| just| quickly| gladly| first| then| briefly)?"
+    r"(?: be (?:happy|glad) to)?(?: also| now| just| quickly| gladly| first| then| briefly|"
+    r" genuinely| really| honestly)?"
     r" (?:help|walk|go|take|break|explain|pass|forward|escalate|check|look|summari[sz]e|list|"
     r"outline|answer|cover|start|keep|try|do my best|show|get back|follow up|send|share|flag|"
     r"note|clarify|point|dig|find|see|search|investigate|update|focus|stick|add|mention|"
-    r"highlight|repeat|double-check|ask|leave|continue|give|love|like|be happy|be glad)\b"
+    r"highlight|repeat|double-check|ask|leave|continue|give|love|like|be happy|be glad|chase|"
+    r"arrange|book|set up|sort|loop in|make sure|be able to|write|email|come back)\b"
     r"(?:[^.,;:!?]|, (?:then|and then|and) )*",
     _I_AM + r" (?:just |only )?(?:an? )?(?:(?:ai|virtual|automated|digital|chat|support) )?"
     r"(?:assistant|bot|chatbot|language model|ai model|ai)\b" + _C,
     _I_AM + r" not (?:a|an|your) [^\W\d_]+(?: [^\W\d_]+)?",
-    _I_AM + r" (?:checking|looking|searching|reading|going through|pulling up|here|around)\b" + _C,
+    _I_AM + r" (?:checking|looking|searching|reading|going through|pulling up|here|around|"
+    r"keeping|chasing|following|monitoring|watching)\b" + _C,
     r"(?:one|just a) (?:moment|second|sec|minute)\b" + _C,
     r"(?:please )?(?:bear with me|give me a (?:moment|second|sec|minute)|hold on|hang on|"
     r"hang tight)\b" + _C,
@@ -350,14 +371,17 @@ _STRONG = [
     # offers of help and sign-offs
     r"(?:please |just |do )?(?:let (?:me|us) know|feel free|don't hesitate|do not hesitate|"
     r"reach out|get in touch|give (?:me|us) a shout|ping (?:me|us))\b" + _C,
-    r"(?:please |just )?(?:reply|respond|write back|get back to (?:me|us))(?: here| to this"
+    r"(?:please |just )?(?:reply|respond|write back|get back to (?:me|us))(?: here| on this"
+    r"(?: thread| ticket| email| message| chat)| to this"
     r"(?: message| email| chat| thread)?| back| in this (?:chat|thread)| anytime| any time)\b" + _C,
     r"(?:is there )?anything else\b" + _C,
     r"(?:just |please |simply )?ask(?: away| me| us| anytime| any time)?",
     r"(?:(?:i'm|i am|we're|we are|i'd be|i would be|always|so|very) )?(?:happy|glad|pleased|"
     r"here) to (?:help|assist|answer|explain|clarify|hear|see|know)\b" + _C,
+    r"(?:(?:i'm|i am|we're|we are|i'd be|i would be|always) )?(?:happy|glad|pleased) to "
+    r"(?!(?:report|confirm|say|announce|share that|tell you that|let you know that)\b)" + _C,
     r"(?:i'm|i am|we're|we are) (?:always )?here (?:for you|if you need)\b" + _C,
-    r"(?:i |we )?hope(?:fully)?\b" + _C_PLAIN,
+    r"(?:i |we )?(?:really |do |so )?hope(?:fully)?\b" + _C_PLAIN,
     r"(?:have|enjoy) (?:a |an )?(?:great|good|nice|lovely|wonderful|fantastic|pleasant|safe|"
     r"relaxing|happy) [^\W\d_]+(?: [^\W\d_]+)?",
     r"enjoy\b" + _C_PLAIN,
@@ -373,7 +397,7 @@ _STRONG = [
     r"(?:that|this|it)(?:'s| is)? (?:a )?(?:great|good|fair|valid|excellent|reasonable|common|"
     r"understandable|interesting) (?:question|point|concern|catch|idea)",
     r"(?:that|this)(?:'s| is)? (?:makes sense|understandable|totally understandable)",
-    r"(?:that|this|it) (?:really )?helps(?: a lot| a great deal)?",
+    r"(?:that|this|it) (?:really )?(?:does help|helps)(?: a lot| a great deal)?",
     r"(?:great|good|excellent|fair|interesting|smart) (?:question|point|catch|idea)",
     r"(?:don't|do not) worry(?: about (?:it|that|this))?",
     # generic advice: an advice lead and a generic verb, with nothing specific after it
@@ -385,7 +409,7 @@ _STRONG = [
     r"(?:that|this|it) makes (?:it|things|this|my job) (?:much |a lot |so much )?(?:easier|simpler|"
     r"quicker|clearer)\b" + _C_PLAIN,
     r"(?:(?:i|we)(?:'m|'re| am| are) )?(?:so |very |really |truly )?sorry (?:that )?(?:your|the|"
-    r"this|that|you)\b(?![^.,;:!?]*(?:\bnot\b|n't|\bno\b|\bnever\b))" + _C_PLAIN,
+    r"this|that|you|it's|it is|things)\b(?![^.,;:!?]*(?:\bnot\b|n't|\bno\b|\bnever\b))" + _C_PLAIN,
     r"(?:my |our )?(?:sincere |deepest )?apologies (?:that|if)\b" + _C,
     r"it(?:'s| has) been a (?:busy|long|hectic|crazy) (?:week|day|month|few days)\b" + _C_PLAIN,
     r"(?:it's |it is |so |always |really )?(?:good|great|nice|lovely) to (?:hear from|see|meet|"
@@ -399,6 +423,11 @@ _STRONG = [
     r"fingers crossed\b" + _C_PLAIN,
     r"(?:huge |big |many |hearty |warm |warmest )?congrat(?:ulation)?s\b" + _C_PLAIN,
     r"wishing you\b" + _C_PLAIN,
+    r"(?:sincerely yours|viele gr\u00fc(?:\u00df|ss)e|liebe gr\u00fc(?:\u00df|ss)e|"
+    r"mit freundlichen gr\u00fc(?:\u00df|ss)en|saludos|un saludo|atentamente|cordialement|"
+    r"bien \u00e0 vous|"
+    r"que tengas un buen d\u00eda|que disfrutes\b[^.,;:!?]*|suerte con [^.,;:!?]*|hth|"
+    r"lmk\b[^.,;:!?]*|obrigad[oa]|gracias|danke|merci)" + _C_PLAIN,
     r"(?:yours (?:sincerely|truly|faithfully)|(?:with )?(?:kind|warm|warmest|best|kindest) "
     r"(?:regards|wishes)|(?:very )?best wishes)",
     r"have (?:fun|a (?:[^\W\d_]+ )?(?:day|week|weekend|evening|night|morning|afternoon|time|"
@@ -409,12 +438,13 @@ _STRONG = [
     r"(?: out)?|tell me\b" + _C + r")",
     r"(?:that|this) should (?:do it|do the trick|sort it|fix it)\b" + _C_PLAIN,
     r"what (?:i|we) can do (?:is|here is)\b" + _C_PLAIN,
-    r"i can (?:help|answer|assist)\b(?:[^.,;:!?]|,(?= ))*",
+    r"i can (?:help|answer|assist|point|do that|do this)\b(?:[^.,;:!?]|,(?= ))*",
     _I_AM + r" (?:just |only )?(?:an?|the|your) (?:[^\W\d_]+ ){0,2}(?:assistant|bot|chatbot|"
     r"helper)\b" + _C,
     _I_AM + r" (?:having (?:trouble|difficulty|a hard time)|struggling)\b" + _C,
     _I_HAVE + r" (?:just |also )?(?:added|attached|updated|logged|put|passed on)\b [^.,;:!?]*?"
-    r"\b(?:notes?|details|comments?|information|screenshots?|it|them|this)\b" + _C_PLAIN,
+    r"\b(?:notes?|details|comments?|information|screenshots?|it|them|this|vote|request|"
+    r"feedback|name)\b" + _C_PLAIN,
     r"it (?:doesn't|does not) (?:say anything|mention anything)\b" + _C,
     # announcing structure, and hedged summaries of what follows
     _I_HAVE + r" (?:laid out|listed|summari[sz]ed|put together|included|added|outlined|set out|"
@@ -431,9 +461,8 @@ _STRONG = [
     r"instructions|steps|story|picture|walkthrough)(?: on [^.,;:!?]*)?,? )?(?:have a look at|"
     r"take a look at|see|check out|head (?:over )?to|visit|read|refer to|look at|dig into) "
     r"(?:our|the|your) " + _C_PLAIN,
-    r"(?:our|the|your) (?:[^\W\d_]+ ){0,4}(?:page|guide|docs|documentation|policy|article|"
-    r"whitepaper|terms|notes|changelog|faq|help cent(?:re|er)|intranet|handbook|wiki|site|"
-    r"portal|blog) (?:has|have|covers?|contains?|explains?|lists?|goes into) (?:the (?:full|"
+    r"(?:our|the|your) (?:[^\W\d_][\w-]* ){0,4}[^\W\d_][\w-]* (?:has|have|covers?|contains?|"
+    r"explains?|lists?|goes into) (?:the (?:full|"
     r"complete|whole|rest)|the rest|more|everything|all the details|further details)\b" + _C_PLAIN,
     r"(?:the )?(?:full|complete|whole) (?:text|details|release notes|timeline|list|policy|terms|"
     r"story|walkthrough|guide|breakdown) (?:is|are) (?:in|on|at) (?:our|the) " + _C_PLAIN,
@@ -446,6 +475,117 @@ _STRONG = [
     # generic advice stated as a habit
     r"[^.,;:!?\d]* (?:is|are) (?:a good|a smart|a sensible|good|best) (?:habit|practice|idea)"
     r"(?: anyway)?\b" + _C_PLAIN,
+    # acknowledging the request, promising to follow up
+    r"(?:i've|we've|i have|we have) (?:received|got) your\b" + _C_PLAIN,
+    r"we acknowledge receipt\b" + _C,
+    r"got your (?:note|message|email|question|request|ticket)\b" + _C_PLAIN,
+    r"(?:we'll|we will|i'll|i will|someone|somebody|they'll|they will|a colleague|the team|"
+    r"[^\W\d_]+ from (?:the|our) [^\W\d_]+)(?: [^.,;:!?\d]*?)? (?:be in touch|reach out|get back "
+    r"to you|keep you (?:updated|posted|informed|in the loop)|keep this [^.,;:!?]*updated|follow "
+    r"up|contact you)\b" + _C_PLAIN,
+    # feelings and small talk
+    r"i know (?:that's|that is|this is|it's|it is|this isn't|that isn't|it isn't|it's not) "
+    r"(?:not )?(?:the answer|what you|easy|fun|simple|ideal)\b" + _C_PLAIN,
+    r"i (?:completely |totally |fully |really )?understand why\b" + _C,
+    r"what an? (?:stressful|awful|rough|horrible|terrible|annoying|frustrating|lovely|great)\b"
+    + _C_PLAIN,
+    r"(?:that's|that is|how|so) (?:exciting|great|lovely|wonderful|amazing|awesome|brilliant|"
+    r"fantastic|cool|nice|fun)\b" + _C_PLAIN,
+    r"[^.,;:!?\d]* sounds? (?:adorable|lovely|great|exciting|fun|amazing|wonderful|like a plan)\b",
+    r"(?:love it|nice|ta|lovely|sweet|neat)",
+    r"(?:that's|that is) (?:it|all|the lot|the gist)(?: (?:really|for now|there is to it))?",
+    r"(?:we'll|we will) get through this\b" + _C_PLAIN,
+    r"(?:we're|we are|i'm|i am) (?:really |so )?(?:glad|happy|delighted|thrilled) to have you\b",
+    r"(?:feel better soon|get well soon)",
+    r"(?:please )?(?:look after|take care of) yourself",
+    r"sending (?:[^\W\d_]+ )?(?:lots of |all the )?(?:good|best|warm) (?:wishes|vibes|thoughts)",
+    r"(?:we|i) wish you\b" + _C_PLAIN,
+    r"you did (?:exactly )?the right thing\b" + _C_PLAIN,
+    r"(?:it's|that's|it is) a (?:fair|reasonable|good|sensible|natural) thing to\b" + _C_PLAIN,
+    r"(?:and )?one (?:we|i) (?:hear|get|see) (?:a lot|often|quite often)\b" + _C_PLAIN,
+    r"lots of (?:people|folks|customers|teams) ask (?:about )?(?:this|that)\b" + _C_PLAIN,
+    r"great timing\b" + _C_PLAIN,
+    r"(?:an )?easy mistake to make\b",
+    r"(?:great|good) to be able to\b" + _C_PLAIN,
+    # more restating the question
+    r"your question (?:is|was)(?= ?:)",
+    r"your question (?:concerns|is about|relates to|was about)\b" + _C,
+    r"you(?:'d| would) like to\b" + _C,
+    r"you want(?:ed)? to\b" + _C,
+    # the assistant and what it can say
+    r"(?:please )?(?:don't|do not) take (?:this|what i say|my answer|it)\b" + _C,
+    r"i want to be clear\b(?: that)?",
+    r"i(?:'d| would) rather not\b" + _C,
+    _I_AM
+    + r" (?:honestly |really |just )?not (?:sure|certain) (?:what|why|how|whether|if|which)\b"
+    + _C,
+    r"(?:that|this) (?:doesn't|does not) (?:necessarily )?mean\b" + _C,
+    r"[^.,;:!?\d]* (?:isn't|aren't|is not|are not) something (?:i|we) can (?:answer|help with|"
+    r"advise on|comment on)\b" + _C,
+    r"(?:and )?(?:neither|none) (?:of them |one )?(?:mentions?|says? anything about|covers?|"
+    r"addresses|goes into)\b" + _C,
+    r"(?:none|neither) of them (?:says?|mentions?) (?:anything|much)\b" + _C,
+    # caveats about the answer
+    r"(?:please )?(?:consider|treat|take|read) (?:this|it|that|my answer)(?: only)? as\b"
+    + _C_PLAIN,
+    r"(?:that's|this is|it's) (?:just |only )?a (?:summary|rough guide|ballpark|rule of thumb)\b"
+    + _C_PLAIN,
+    r"(?:please )?(?:check|confirm|verify) (?:your own|against your|with your)\b" + _C_PLAIN,
+    r"as (?:this|that|it|things) (?:may|might|could) have changed",
+    # pointers and whom to ask, in general
+    r"you(?:'ll| will) find\b[^.;!?]*? (?:in|on|at) (?:our|the|your)\b" + _C_PLAIN,
+    r"\[[^\]]{1,80}\]\([^)\s]{1,200}\)",
+    r"[^.,;:!?\d]*? (?:is|are|would be|might be|could be|'d be|will be) (?:probably |likely |"
+    r"also )?"
+    r"(?:a good|the best|the right|the friendliest|your best|the person|the people|the team|"
+    r"a great)(?: [^\W\d_]+){0,2} (?:person|people|place|team|bet|contact|point of contact|"
+    r"folks|start|to ask|to talk to|to start)\b" + _C_PLAIN,
+    r"(?:for [^,]{1,60}, )?the best (?:people|person|team|place|contacts?) to (?:ask|talk to|"
+    r"contact|start)\b" + _C_PLAIN,
+    r"it would be (?:best|wise|a good idea) to (?:put|ask|raise|direct|send|check|talk)\b"
+    + _C_PLAIN,
+    r"ping (?:me|us|#[\w-]+|@[\w.-]+)\b" + _C_PLAIN,
+    r"(?:shout|give (?:me|us) a (?:nudge|shout|ping|call|bell)|come back (?:to me|with)|"
+    r"just @ me|drop (?:me|us) a (?:line|note|message))\b" + _C,
+    # structure, lead-ins and hedged summaries
+    r"it (?:all |really )?(?:hinges|turns) on (?:where|what|which|how|whether|your)\b" + _C_PLAIN,
+    r"(?:numbers|details|more|specifics|steps|the rest) below",
+    r"there(?:'s| is) (?:a|one) (?:wrinkle|catch|twist|caveat)(?: here)?",
+    r"(?:so )?read on",
+    r"quick (?:rundown|answer|note|summary|overview|one)(?: on [^.,;:!?\d]*)?(?: for you)?",
+    r"to address your (?:concern|question|point)s?(?: directly)?",
+    r"[^.,;:!?\d]*depending on (?:those|these|that|this|the) (?:two |few |three )?(?:things|"
+    r"factors|points|questions)",
+    r"[^.;:!?\d]{1,60}(?=: ?$)",
+    r"re:? (?:your )?" + _C_PLAIN,
+    r"i understand your question(?= ?:)",
+    r"the question (?:is|was) (?:whether|if|how|what|about|why)\b" + _C,
+    r"(?:it|these things|this|that) happens?(?: to the best of us| with [^.,;:!?]*)?",
+    r"(?:smart|good|wise) (?:move|call|thinking)\b" + _C_PLAIN,
+    r"(?:what a |such a )?shame\b" + _C,
+    r"(?:so |really )?glad (?:that )?(?:the|your|it|you)\b" + _C_PLAIN,
+    r"you(?:'re| are) (?:definitely |certainly |not )?(?:not )?the only one\b" + _C_PLAIN,
+    r"keep (?:the|your) (?:ideas|feedback|questions|suggestions) coming",
+    r"(?:i )?love (?:this|that|the) (?:question|idea|one)",
+    r"(?:your )?mileage (?:may )?var(?:y|ies)",
+    r"(?:that|it) comes down to (?:which|what|where|how|whether|your)\b" + _C_PLAIN,
+    r"(?:that |it )?(?:genuinely |really |totally )?made my (?:day|morning|week)",
+    r"(?:it|that|this) means a lot\b" + _C_PLAIN,
+    r"whatever(?:'s| is) (?:easiest|best|works)\b" + _C_PLAIN,
+    r"you(?:'ll| will) hear (?:from|back)\b" + _C_PLAIN,
+    r"(?:we're|we are|i'm|i am) (?:so |really |very |truly )?grateful\b" + _C,
+    r"your (?:message|request|email|ticket|query|question) has been (?:received|logged|passed "
+    r"on|forwarded|noted)\b" + _C_PLAIN,
+    r"a member of (?:our|the) team will\b" + _C_PLAIN,
+    r"[^.,;:!?\d]* will know (?:better|more) than (?:me|i do)",
+    r"heads up(?: for [^.,;:!?\d]*)?(?=!)",
+    r"it (?:was|'s been|has been) a (?:pleasure|joy)\b" + _C_PLAIN,
+    r"more (?:on|in|at) (?:the|our) " + _C_PLAIN,
+    r"(?:that|this) (?:should|ought to|will|might) (?:unblock you|get you (?:going|unblocked|"
+    r"sorted|started)|sort (?:it|you) out)\b",
+    # generic advice
+    r"(?:it's|that's|it is) (?:good|best|common) practice\b",
+    r"(?:it (?:might|may|could) be worth|try to)\b" + _C_PLAIN,
     # marketing boilerplate
     r"[^.,;:!?\d]* (?:is|are) (?:a |our )?(?:top|highest|number one|first) priority"
     r"(?: for us)?\b" + _C_PLAIN,
@@ -467,7 +607,9 @@ _STRONG = [
 # stays a claim.
 _WEAK = [
     r"(?:of course|sure(?: thing)?|certainly|absolutely|definitely|indeed|unfortunately|sadly|"
-    r"yes|yeah|yep|yup|no|nope|again|ooh|oh|ah|aha|hmm|right|"
+    r"yes|yeah|yep|yup|no|nope|again|ooh|oh no|oh|ah|aha|hmm|right|ugh|argh|oof|yikes|aww|aw|"
+    r"phew|obviously|personally|in the meantime|meanwhile|short (?:answer|version)|"
+    r"long story short|tl;?dr|"
     r"regrettably|fortunately|luckily|thankfully|happily|honestly|frankly|basically|essentially|"
     r"actually|well|so|now|first|firstly|finally|also|in short|"
     r"in summary|to summari[sz]e|to sum up|in a nutshell|in general|generally speaking|overall|"
@@ -496,14 +638,17 @@ _PREFIXES = [
     # ("did you know ..." is no prefix: the question units must not read its claim as a question)
     r"(?:just so you know|it's worth (?:noting|mentioning|knowing)(?: that)?|fun fact)\b",
     _RETRIEVAL_SUBJECT + r" " + _ATTRIBUTES + r"(?: that)?",
+    r"i should (?:say|mention|point out|note|flag)(?: up front| first| now)?(?: that)?\b",
+    r"for (?:anything|questions?|everything) (?:about|on|related to) [^,;:]{0,80},",
     # an opening adverb without its comma ("Sadly I can't approve that from here")
     r"(?:sadly|unfortunately|regrettably|fortunately|luckily|thankfully|honestly|again|also)\b",
     # a subordinate clause before the main one: the main clause decides
-    r"(?:if|when|whenever|once|as soon as|in case|unless|while|since|because|after|before)"
+    r"(?:if|when|whenever|once|as soon as|in case|unless|while|since|because|after|before|"
+    r"should you|so if)"
     r" [^.,;:!?]{0,200},",
 ]
 
-_BOUNDARY = r"(?= ?(?:$|[.,;:!?)\"]| (?:and|but|so|then|or)\b))"
+_BOUNDARY = r"(?:(?<=[?!])|(?= ?(?:$|[.,;:!?)\"]| (?:and|but|so|then|or)\b)))"
 
 
 def _framing(strong: list[str]) -> re.Pattern[str]:
@@ -517,7 +662,8 @@ def _framing(strong: list[str]) -> re.Pattern[str]:
 # hold (the same first match, in order, as with all of them; a few microseconds less).
 _EMOTION_STEMS = (
     "frustrat", "overwhelm", "confus", "stress", "annoy", "worr", "upset", "disappoint",
-    "scary", "nerve-wracking", "fun", "hassle", "pain", "inconvenient",
+    "scary", "nerve-wracking", "fun", "hassle", "pain", "inconvenient", "unsettling",
+    "disruptive", "worst", "stressful", "exhausting", "worrying",
 )  # fmt: skip
 _NEEDS_EMOTION = [_EMOTION in unit for unit in _STRONG]
 _NEEDS_QUESTION = [r"\?" in unit for unit in _STRONG]
@@ -538,9 +684,33 @@ _FRAMING = _FRAMING_BY_TEXT[True, True]
 _PREFIX = re.compile("(?:" + "|".join(_PREFIXES) + ") ?")
 # What joins units: punctuation, quotes, brackets and connectives.
 _GLUE = re.compile(
-    r"(?:[\s.,;:!?()\[\]\"'*_~-]|(?:and|but|so|then|or|plus|though|although|however|anyway|"
+    r"(?::[a-z0-9_+-]{1,30}:|`?@[\w.-]{1,40}`?|[\s.,;:!?()\[\]\"'*_~\u00a1\u00bf-]|"
+    r"(?:and|but|so|then|or|plus|though|although|however|anyway|"
     r"especially|particularly)\b)*"
 )
+
+
+# Openers that answer a question on their own: never a trailing word after framing.
+_BARE_WEAK = frozenset(
+    ("yes", "yeah", "yep", "yup", "no", "nope", "of course", "sure", "sure thing", "certainly",
+     "absolutely", "definitely", "indeed", "right", "unfortunately not", "sadly")
+)  # fmt: skip
+# One name at the very end, after framing: the person addressed ("..., Fatima.").
+_VOCATIVE = re.compile(r"[^\W\d_]+[.!]?")
+
+
+def _after_comma(joined: str) -> bool:
+    """The glue between two units is a comma alone: not the end of a sentence, and no "but"
+    ("Sorry, but no." is a bare answer)."""
+    return joined.strip() == ","
+
+
+def _is_vocative(text: str, position: int, joined: str) -> bool:
+    """The rest is one name after a comma (not a bare answer after a full stop: "Yes.")."""
+    name = _VOCATIVE.fullmatch(text, position)
+    if name is None or not _after_comma(joined):
+        return False
+    return name.group().rstrip(".!") not in _BARE_ANSWERS
 
 
 def _is_framing(text: str, framing: re.Pattern[str] | None = None) -> bool:
@@ -549,15 +719,27 @@ def _is_framing(text: str, framing: re.Pattern[str] | None = None) -> bool:
     if framing is None:
         emotion = any(stem in text for stem in _EMOTION_STEMS)
         framing = _FRAMING_BY_TEXT[emotion, "?" in text]
-    position, end, weak_last = 0, len(text), True
+    position, end, weak_last, strong, trailing = 0, len(text), True, False, False
     for _ in range(_MAX_UNITS):
         glue = _GLUE.match(text, position)  # always matches, perhaps nothing
+        joined = text[position : glue.end()] if glue is not None else ""
         position = glue.end() if glue is not None else position
         if position >= end:
-            return not weak_last
+            return not weak_last or trailing
+        if strong and _is_vocative(text, position, joined):
+            return True  # "Apologies for the delay on this one, Fatima."
         unit = framing.match(text, position)
         if unit is not None:
             weak_last = unit.lastgroup == "weak"
+            # a weak word after framing and a comma ("..., unfortunately.") is no bare answer;
+            # after a full stop or an exclamation it is ("Great question! No.")
+            trailing = (
+                weak_last
+                and strong
+                and _after_comma(joined)
+                and unit.group().strip() not in _BARE_WEAK
+            )
+            strong = strong or not weak_last
         else:
             unit = _PREFIX.match(text, position)
             if unit is None:
