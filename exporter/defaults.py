@@ -7,6 +7,8 @@ need the same threshold, port and list syntax; they read them here, so a change 
 from __future__ import annotations
 
 import math
+import re
+from decimal import Decimal
 
 __all__ = [
     "DEFAULT_HIGH_SEVERITY_TOPICS",
@@ -56,6 +58,11 @@ def similarity_threshold(value: float) -> float:
 # A ratio as people type it: a share of 0 to 1, or a percentage (at most this many characters
 # are read: anything longer is no ratio, and is not echoed whole).
 _RATIO_CHARS = 40
+# A ratio as typed: a decimal number in ASCII digits, maybe with an exponent, maybe a percentage
+# (spaces before the sign allowed: " 2 %"). Not "1_0", not other scripts' digits, not "nan".
+_RATIO = re.compile(
+    r"(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?) ?(?P<percent>%)?"
+)
 # Characters of a refused value an error message shows, escapes included.
 _SHOWN_CHARS = 48
 
@@ -71,25 +78,29 @@ def ratio_value(value: str | float) -> float:
 
     A bare number of 1 or more is refused rather than read: ``--fail-above 1`` was meant as 1%
     far more often than as 100%, and a gate that reads it as 100% never fails. A person who
-    means all of it writes ``100%``.
+    means all of it writes ``100%``. Text is read as a decimal in ASCII digits (``0.7%`` is
+    exactly 0.007, as ``0.007`` is: a line typed either way is the same line).
     """
     if isinstance(value, bool):
         raise ValueError(f"must be a ratio such as 0.01 or 1%, got {value}")
-    text = value.strip()[:_RATIO_CHARS] if isinstance(value, str) else f"{value:g}"
-    percent = isinstance(value, str) and text.endswith("%")
-    try:
-        number = float(text[:-1] if percent else text) if isinstance(value, str) else value
-    except ValueError:
-        raise ValueError(f"must be a ratio such as 0.01 or 1%, got '{_shown(text)}'") from None
-    if not math.isfinite(number) or number < 0:
+    if not isinstance(value, str):
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"must be a ratio from 0 to 1 (or 0% to 100%), got {value:g}")
+        return value + 0.0 if value < 1 else _refuse_bare(float(value), f"{value:g}")
+    text = value.strip()
+    written = _RATIO.fullmatch(text) if len(text) <= _RATIO_CHARS else None
+    if written is None:
+        raise ValueError(f"must be a ratio such as 0.01 or 1%, got '{_shown(text)}'")
+    number = Decimal(written.group("number"))
+    if number < 0:
         raise ValueError(f"must be a ratio from 0 to 1 (or 0% to 100%), got {_shown(text)}")
-    if percent:
+    if written.group("percent"):
         if number > 100:
             raise ValueError(f"must be a percentage from 0% to 100%, got {_shown(text)}")
-        return number / 100.0 + 0.0
+        return float(number / 100) + 0.0
     if number >= 1:
-        return _refuse_bare(number, _shown(text))
-    return number + 0.0  # -0 is 0 (shown as -0.00% otherwise)
+        return _refuse_bare(float(number), _shown(text))
+    return float(number) + 0.0  # -0 is 0 (shown as -0.00% otherwise)
 
 
 def _refuse_bare(number: float, text: str) -> float:

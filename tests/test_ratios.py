@@ -113,3 +113,18 @@ def test_any_text_is_a_ratio_in_range_or_one_short_error(text: str) -> None:
 @pytest.mark.parametrize("typed", ["100%", "0%", "0", "0.999"])
 def test_the_ends_of_the_range_are_written_as_people_write_them(typed: str) -> None:
     assert 0.0 <= ratio_value(typed) <= 1.0
+
+
+@pytest.mark.parametrize(
+    ("percent", "share"), [("0.7%", "0.007"), ("14.3%", "0.143"), ("99.9%", "0.999")]
+)
+def test_a_percentage_is_exactly_the_share_it_names(percent: str, share: str) -> None:
+    """0.7 / 100 in floating point is 0.006999...: a line typed as 0.7% failed a sweep at exactly
+    0.7% that the same line typed as 0.007 passed (found by a hostile review)."""
+    assert ratio_value(percent) == ratio_value(share)
+
+
+@pytest.mark.parametrize("typed", ["0.5" + "0" * 40 + "%", "1_0%", "\u0665%", "nan", "0x1p-3"])
+def test_what_is_not_a_decimal_in_ascii_digits_is_refused(typed: str) -> None:
+    with pytest.raises(ValueError, match="must be a ratio"):
+        ratio_value(typed)

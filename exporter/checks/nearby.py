@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 
-from exporter.checks.compare import FoldedQuote
+from exporter.checks.compare import FoldedQuote, span_too_long
 from exporter.checks.normalize import fold, fold_with_map
 
 __all__ = ["NEAR_SLACK", "Nearby", "near_window", "quote_nearby"]
@@ -35,15 +35,25 @@ __all__ = ["NEAR_SLACK", "Nearby", "near_window", "quote_nearby"]
 # characters of a short quote scores far below the line, but is still a shift.
 NEAR_SLACK = 32
 # Occurrences of the quote examined in one window; a window holding more is a quote so short or
-# a text so repetitive that nearness says nothing (the relocator then decides, or refuses).
+# a text so repetitive that nearness says nothing: the similarity decides, as without the search.
 _MAX_NEAR_OCCURRENCES = 16
+# What may stand beside a quote inside a span that still holds it: spaces, and punctuation that
+# closes (after the quote) or opens (before it) a sentence or a bracket. Not "%", "-", "<" or a
+# degree sign: "10" with "%" beside it is another number.
+_OPENING = frozenset("([{\"'\u2018\u201c\u00ab")
+_CLOSING = frozenset(".,;:!?)]}\"'\u2019\u201d\u00bb")
 
 
 def near_window(
     start: int, end: int, quote_chars: int, text_chars: int, threshold: float
 ) -> tuple[int, int]:
-    """The raw window of a chunk of ``text_chars`` characters searched around ``[start, end)``."""
-    reach = math.ceil((100.0 - threshold) / 100.0 * 2 * quote_chars) + NEAR_SLACK
+    """The raw window of a chunk of ``text_chars`` characters searched around ``[start, end)``.
+
+    Its reach is measured on the longer of the raw quote and the raw span: a chunk whose
+    whitespace is wider than the quote's (columns of a PDF, justified text) widens the span and
+    any shift alike."""
+    longer = max(quote_chars, end - start)
+    reach = math.ceil((100.0 - threshold) / 100.0 * 2 * longer) + NEAR_SLACK
     return max(0, start - reach), min(text_chars, end + reach)
 
 
@@ -71,7 +81,7 @@ def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 def _inside_with_punctuation(text: str, place: tuple[int, int], span: tuple[int, int]) -> bool:
-    """The span holds the whole quote and, beside it, only punctuation and spaces.
+    """The span holds the whole quote and, beside it, only spaces and sentence punctuation.
 
     No shift makes that: a span moved by k characters loses k characters of its quote. It is a
     span recorded a little wider than its quote at answer time (the sentence's full stop, a
@@ -79,13 +89,21 @@ def _inside_with_punctuation(text: str, place: tuple[int, int], span: tuple[int,
     """
     if not (span[0] <= place[0] and place[1] <= span[1]):
         return False
-    beside = text[span[0] : place[0]] + text[place[1] : span[1]]
-    return not any(character.isalnum() for character in beside)
+    before, after = text[span[0] : place[0]], text[place[1] : span[1]]
+    return all(c.isspace() or c in _OPENING for c in before) and all(
+        c.isspace() or c in _CLOSING for c in after
+    )
 
 
 def quote_nearby(quote: FoldedQuote, text: str, start: int, end: int, threshold: float) -> Nearby:
-    """Where the folded ``quote`` occurs in ``text`` (a chunk) near ``[start, end)``."""
-    if not quote.text:
+    """Where the folded ``quote`` occurs in ``text`` (a chunk) near ``[start, end)``.
+
+    Bounded by the quote: a span too long to hold it is not searched around (it would make the
+    window a whole chunk), and an occurrence counts only where the raw text it maps back to
+    folds to the quote itself (a quote "Stage I" is no occurrence in "Stage \u2161", which folds
+    to "Stage II" and maps back whole).
+    """
+    if not quote.text or span_too_long(quote, text[start:end]):
         return Nearby(False, ())
     lo, hi = near_window(start, end, len(quote.raw), len(text), threshold)
     window = text[lo:hi]
@@ -95,11 +113,14 @@ def quote_nearby(quote: FoldedQuote, text: str, start: int, end: int, threshold:
     span = _trimmed(text, start, end)
     places: list[tuple[int, int]] = []
     at = folded.text.find(quote.text)
-    while at != -1 and len(places) < _MAX_NEAR_OCCURRENCES:
+    while at != -1:
+        if len(places) == _MAX_NEAR_OCCURRENCES:
+            return Nearby(False, ())  # too many copies: nearness says nothing
         raw_start, raw_end = folded.to_raw(at, at + len(quote.text))
         place = _trimmed(text, lo + raw_start, lo + raw_end)
-        if place == span or _inside_with_punctuation(text, place, span):
-            return Nearby(True, ())
-        places.append(place)
+        if fold(text[place[0] : place[1]]).strip() == quote.text:
+            if place == span or _inside_with_punctuation(text, place, span):
+                return Nearby(True, ())
+            places.append(place)
         at = folded.text.find(quote.text, at + 1)
     return Nearby(False, tuple(places))
