@@ -256,3 +256,13 @@ def test_a_shifted_sentence_with_a_copy_in_another_chunk_is_refused_not_guessed(
     repaired = check_citation(with_context, store, POLICY)
     assert repaired.status is Status.DRIFT_REPAIRED and repaired.repair is not None
     assert (repaired.repair.chunk_id, repaired.repair.shift) == ("d#1", 1)
+
+
+def test_the_relocator_does_not_take_half_of_a_folded_numeral_for_the_quote() -> None:
+    """Found beside the hostile review: relocation mapped "Stage I" onto "Stage \u2161" (folded
+    "Stage II"), a repair that cites stage II for stage I."""
+    text = "Our guide. Patients at Stage \u2161 get the new plan."
+    verdict = check_citation(
+        citation("Stage I", "d#9", 0), store_of(chunk_record("d", 0, text)), POLICY
+    )
+    assert verdict.repair is None and verdict.status is Status.DRIFT_UNREPAIRED

@@ -191,6 +191,10 @@ def _verbatim_places(quote: FoldedQuote, view: DocumentView, budget: Budget) -> 
         if (start, end) in seen:
             continue
         seen.add((start, end))
+        if fold(view.text[start:end]).strip() != quote.text:
+            # the occurrence ends or starts inside one folded character, which maps back whole:
+            # "Stage I" inside "Stage \u2161" (folded "Stage II") is another statement
+            continue
         method = "exact" if start in exact and end - start == len(quote.raw) else "normalised"
         places.append(Place(start, end, at, at + length, 100.0, method))
     return places
