@@ -132,7 +132,7 @@ _CLOSING = (
     r"all the best|take care)"
 )
 _SIGNATURE = re.compile(
-    r"(?:(?i:" + _CLOSING + r"),? )?[A-Z][^\W\d_]*(?:['\u2019.-][^\W\d_]+)*\.?"
+    r"(?:[\u2013\u2014] ?)?(?:(?i:" + _CLOSING + r"),? )?[A-Z][^\W\d_]*(?:['\u2019.-][^\W\d_]+)*\.?"
     r"(?:,? " + _NAME_WORD + r"){0,7},?"
 )
 # Single capitalised words that are bare answers, not names ("Yes", "Unlimited").
@@ -274,6 +274,7 @@ _STRONG = [
     # thanks
     r"(?:many |big |a big )?(?:thank you|thanks|thx)(?: (?:so|very) much| a lot| a million| a ton|"
     r" heaps| loads|"
+    r" everyone| all| folks| both| team|"
     r" again| kindly)?(?: (?:again|too|as well))?(?: for\b" + _C + ")?",
     r"(?:i|we) (?:really |truly |do )?appreciate (?:your|you|it|the|this|that)\b" + _C,
     # apologies
@@ -393,7 +394,7 @@ _STRONG = [
     r"(?:you're|you are) (?:very |so |most )?welcome\b" + _C_PLAIN,
     r"(?:no problem|no worries|my pleasure|anytime|any time|not at all|glad i could help|"
     r"got it|understood|i see|noted|great|perfect|awesome|wonderful|excellent|fair enough|ok|"
-    r"okay|alright|all right)(?: at all| then)?",
+    r"okay|alright|all right)(?: at all| then| about [^.,;:!?]*)?",
     r"(?:that|this|it)(?:'s| is)? (?:a )?(?:great|good|fair|valid|excellent|reasonable|common|"
     r"understandable|interesting) (?:question|point|concern|catch|idea)",
     r"(?:that|this)(?:'s| is)? (?:makes sense|understandable|totally understandable)",
@@ -506,6 +507,14 @@ _STRONG = [
     r"lots of (?:people|folks|customers|teams) ask (?:about )?(?:this|that)\b" + _C_PLAIN,
     r"great timing\b" + _C_PLAIN,
     r"(?:an )?easy mistake to make\b",
+    r"(?:it's|that's|it is|that is) (?:perfectly|totally|completely) (?:clear|fine|understandable)",
+    r"(?:the |an? |that )?[^.,;:!?\d]{0,40} questions?(?= ?(?:!|$))",
+    r"(?:please )?run (?:this|it|that) (?:past|by) (?:your|a|an)\b" + _C_PLAIN,
+    _I_HAVE + r" (?:only )?got (?:the |a )?[^.,;:!?\d]*(?:guide|docs|documentation|handbook|"
+    r"policy|article|faq|wiki)s?(?: here| to hand| in front of me)?",
+    r"(?:so )?(?:this|that|it) (?:might|may) not (?:match|apply|be accurate|be complete)\b"
+    + _C_PLAIN,
+    r"it (?:might|may|would|could) help if you could\b" + _C,
     r"(?:great|good) to be able to\b" + _C_PLAIN,
     # more restating the question
     r"your question (?:is|was)(?= ?:)",
@@ -514,7 +523,6 @@ _STRONG = [
     r"you want(?:ed)? to\b" + _C,
     # the assistant and what it can say
     r"(?:please )?(?:don't|do not) take (?:this|what i say|my answer|it)\b" + _C,
-    r"i want to be clear\b(?: that)?",
     r"i(?:'d| would) rather not\b" + _C,
     _I_AM
     + r" (?:honestly |really |just )?not (?:sure|certain) (?:what|why|how|whether|if|which)\b"
@@ -609,7 +617,7 @@ _WEAK = [
     r"(?:of course|sure(?: thing)?|certainly|absolutely|definitely|indeed|unfortunately|sadly|"
     r"yes|yeah|yep|yup|no|nope|again|ooh|oh no|oh|ah|aha|hmm|right|ugh|argh|oof|yikes|aww|aw|"
     r"phew|obviously|personally|in the meantime|meanwhile|short (?:answer|version)|"
-    r"long story short|tl;?dr|"
+    r"long story short|tl;?dr|with that|"
     r"regrettably|fortunately|luckily|thankfully|happily|honestly|frankly|basically|essentially|"
     r"actually|well|so|now|first|firstly|finally|also|in short|"
     r"in summary|to summari[sz]e|to sum up|in a nutshell|in general|generally speaking|overall|"
@@ -641,14 +649,17 @@ _PREFIXES = [
     r"i should (?:say|mention|point out|note|flag)(?: up front| first| now)?(?: that)?\b",
     r"for (?:anything|questions?|everything) (?:about|on|related to) [^,;:]{0,80},",
     # an opening adverb without its comma ("Sadly I can't approve that from here")
-    r"(?:sadly|unfortunately|regrettably|fortunately|luckily|thankfully|honestly|again|also)\b",
+    r"(?:sadly|unfortunately|regrettably|fortunately|luckily|thankfully|honestly|again|also|"
+    r"obviously|personally|frankly)\b",
+    r"i want to be clear\b(?: that)?",
+    r"for (?:a|the|any|more|your) [^,;:]{0,80},",
     # a subordinate clause before the main one: the main clause decides
     r"(?:if|when|whenever|once|as soon as|in case|unless|while|since|because|after|before|"
     r"should you|so if)"
     r" [^.,;:!?]{0,200},",
 ]
 
-_BOUNDARY = r"(?:(?<=[?!])|(?= ?(?:$|[.,;:!?)\"]| (?:and|but|so|then|or)\b)))"
+_BOUNDARY = r"(?:(?<=[?!:])|(?= ?(?:$|[.,;:!?)\"]| (?:and|but|so|then|or)\b)))"
 
 
 def _framing(strong: list[str]) -> re.Pattern[str]:
