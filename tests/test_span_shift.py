@@ -17,6 +17,8 @@ from conftest import chunk_record, citation, store_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from exporter.checks import nearby
+from exporter.checks.compare import FoldedQuote
 from exporter.checks.engine import Policy, check_citation
 from exporter.checks.normalize import fold
 from exporter.checks.verdict import FailedCheck, Status
@@ -266,3 +268,18 @@ def test_the_relocator_does_not_take_half_of_a_folded_numeral_for_the_quote() ->
         citation("Stage I", "d#9", 0), store_of(chunk_record("d", 0, text)), POLICY
     )
     assert verdict.repair is None and verdict.status is Status.DRIFT_UNREPAIRED
+
+
+def test_occurrences_that_fold_back_to_another_text_count_against_the_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every occurrence found near the span is folded again; occurrences that fold back to
+    other text counted for nothing, so a window of 16,000 folded copies (one numeral folding to
+    two letters, a quote of odd length) refolded every one of them."""
+    calls: list[int] = []
+    real = nearby.fold
+    monkeypatch.setattr(nearby, "fold", lambda t: calls.append(len(t)) or real(t))
+    text = "\u2161" * 8_000
+    found = nearby.quote_nearby(FoldedQuote("I" * 1_001), text, 0, 8_000, 98.0)
+    assert not found.held and not found.places
+    assert len(calls) <= 20

@@ -81,8 +81,12 @@ def span_too_long(quote: FoldedQuote, raw_text: str) -> bool:
     return len(raw_text) > _SPAN_FOLD_FACTOR * len(quote.raw) + _LENGTH_SLACK
 
 
-def text_matches(quote: FoldedQuote, raw_text: str, threshold: float) -> tuple[bool, float]:
-    """Compare the raw text now at a span with the quote: (matches, similarity 0-100)."""
+def text_matches(
+    quote: FoldedQuote, raw_text: str, threshold: float, *, folded: str | None = None
+) -> tuple[bool, float]:
+    """Compare the raw text now at a span with the quote: (matches, similarity 0-100).
+
+    ``folded``: the span already folded and stripped, by a caller that needed it first."""
     if raw_text == quote.raw:
         return True, 100.0
     if span_too_long(quote, raw_text):
@@ -90,7 +94,8 @@ def text_matches(quote: FoldedQuote, raw_text: str, threshold: float) -> tuple[b
         # it: say so without folding up to a whole chunk of text crafted to fold slowly
         shorter = len(quote.text)
         return False, 200.0 * shorter / (shorter + len(raw_text))
-    folded = fold(raw_text).strip()
+    if folded is None:
+        folded = fold(raw_text).strip()
     shorter, longer = sorted((len(quote.text), len(folded)))
     if longer > 2 * shorter + _LENGTH_SLACK:
         # the ratio is at most this bound, far below any threshold: say so without aligning

@@ -27,9 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from exporter.checks.claims import RuleClassifier, SentenceClassifier
-from exporter.checks.compare import FoldedQuote, span_too_long, text_matches
-from exporter.checks.nearby import quote_nearby
-from exporter.checks.normalize import fold
+from exporter.checks.compare import FoldedQuote
+from exporter.checks.nearby import span_check
 from exporter.checks.relocate import FOUND, UNIQUE, Budget, Place, PositionHint, relocate
 from exporter.checks.store import ChunkStore, DocumentView
 from exporter.checks.verdict import Action, FailedCheck, Repair, Status, Verdict
@@ -131,29 +130,6 @@ def _shift(
     return None
 
 
-def _compare(
-    quote: FoldedQuote, chunk_text: str, citation: Citation, policy: Policy
-) -> tuple[bool, float | None, bool]:
-    """(matches, similarity, moved) of a span that does not hold its quote verbatim.
-
-    Folded equality at the span is typography, which moves nothing. Else a copy of the folded
-    quote near the span means the span moved (see exporter.checks.nearby); only when there is
-    none does the similarity line decide, for a text that itself changed a little.
-    """
-    text = chunk_text[citation.start : citation.end]
-    if not span_too_long(quote, text) and fold(text).strip() == quote.text:
-        return True, 100.0, False
-    nearby = quote_nearby(quote, chunk_text, citation.start, citation.end, policy.threshold)
-    if nearby.held:
-        return True, 100.0, False
-    if len(quote.text) > policy.limits.max_quote_chars:
-        # too long to compare approximately: folded equality only, and no similarity
-        return False, None, nearby.moved
-    matches, similarity = text_matches(quote, text, policy.threshold)
-    # moved, the similarity at the span is still reported: how far off a reader would be
-    return matches and not nearby.moved, similarity, nearby.moved
-
-
 def _verdict(
     citation: Citation,
     status: Status,
@@ -208,7 +184,13 @@ def check_citation(citation: Citation, store: ChunkStore, policy: Policy) -> Ver
             matches, similarity, moved = True, 100.0, False
         else:
             quote = FoldedQuote(citation.quote)
-            matches, similarity, moved = _compare(quote, cited.text, citation, policy)
+            matches, similarity, moved = span_check(
+                quote,
+                cited.text,
+                (citation.start, citation.end),
+                threshold=policy.threshold,
+                max_quote_chars=policy.limits.max_quote_chars,
+            )
         if matches:  # the common case, built without _verdict's keyword arguments
             return Verdict(
                 citation.citation_id,

@@ -17,25 +17,29 @@ decides as before.
 The window reaches as far as a shift the similarity line could still accept, and a little
 further: beyond ``(1 - threshold/100) * 2 * len(quote)`` characters the span and the quote share
 too little to score the threshold, and the quote check fails without help. It is measured on the
-raw quote, so whitespace that folding collapses (tabs expanded into spaces, justified text)
-widens it as it widens the shift. The work is one fold of a window about the quote's length, paid
-only by spans that do not hold their quote verbatim.
+longer of the raw quote and the raw span, so whitespace that folding collapses (tabs expanded
+into spaces, justified text) widens it as it widens the shift. The work is one fold of a window
+about the quote's length, paid only by spans that do not hold their quote verbatim.
+
+:func:`span_check` is that whole check, the one the engine runs and the scenario generator's
+ground truth applies.
 """
 
 from __future__ import annotations
 
 import math
 
-from exporter.checks.compare import FoldedQuote, span_too_long
+from exporter.checks.compare import FoldedQuote, span_too_long, text_matches
 from exporter.checks.normalize import fold, fold_with_map
 
-__all__ = ["NEAR_SLACK", "Nearby", "near_window", "quote_nearby"]
+__all__ = ["NEAR_SLACK", "Nearby", "near_window", "quote_nearby", "span_check"]
 
 # Characters of the window beyond the widest shift the similarity line accepts: a shift by a few
 # characters of a short quote scores far below the line, but is still a shift.
 NEAR_SLACK = 32
-# Occurrences of the quote examined in one window; a window holding more is a quote so short or
-# a text so repetitive that nearness says nothing: the similarity decides, as without the search.
+# Occurrences of the quote examined in one window (each is folded again): a window holding more
+# is a quote so short or a text so repetitive that nearness says nothing, and the similarity
+# decides, as without the search.
 _MAX_NEAR_OCCURRENCES = 16
 # What may stand beside a quote inside a span that still holds it: spaces, and punctuation that
 # closes (after the quote) or opens (before it) a sentence or a bracket. Not "%", "-", "<" or a
@@ -113,9 +117,9 @@ def quote_nearby(quote: FoldedQuote, text: str, start: int, end: int, threshold:
     span = _trimmed(text, start, end)
     places: list[tuple[int, int]] = []
     at = folded.text.find(quote.text)
-    while at != -1:
-        if len(places) == _MAX_NEAR_OCCURRENCES:
-            return Nearby(False, ())  # too many copies: nearness says nothing
+    for _ in range(_MAX_NEAR_OCCURRENCES):
+        if at == -1:
+            return Nearby(False, tuple(places))
         raw_start, raw_end = folded.to_raw(at, at + len(quote.text))
         place = _trimmed(text, lo + raw_start, lo + raw_end)
         if fold(text[place[0] : place[1]]).strip() == quote.text:
@@ -123,4 +127,34 @@ def quote_nearby(quote: FoldedQuote, text: str, start: int, end: int, threshold:
                 return Nearby(True, ())
             places.append(place)
         at = folded.text.find(quote.text, at + 1)
-    return Nearby(False, tuple(places))
+    return Nearby(False, ())  # too many copies: nearness says nothing
+
+
+def span_check(
+    quote: FoldedQuote,
+    chunk_text: str,
+    span: tuple[int, int],
+    *,
+    threshold: float,
+    max_quote_chars: int,
+) -> tuple[bool, float | None, bool]:
+    """(matches, similarity, moved) of a span that does not hold its quote verbatim.
+
+    Folded equality at the span is typography, which moves nothing. Else a copy of the folded
+    quote near the span means the span moved; only when there is none does the similarity line
+    decide, for a text that itself changed a little. A quote longer than ``max_quote_chars``
+    (folded) is compared by folded equality only, with no similarity.
+    """
+    start, end = span
+    text = chunk_text[start:end]
+    folded = None if span_too_long(quote, text) else fold(text).strip()
+    if folded == quote.text:
+        return True, 100.0, False
+    nearby = quote_nearby(quote, chunk_text, start, end, threshold)
+    if nearby.held:
+        return True, 100.0, False
+    if len(quote.text) > max_quote_chars:
+        return False, None, nearby.moved
+    matches, similarity = text_matches(quote, text, threshold, folded=folded)
+    # moved, the similarity at the span is still reported: how far off a reader would be
+    return matches and not nearby.moved, similarity, nearby.moved

@@ -191,6 +191,7 @@ def _verbatim_places(quote: FoldedQuote, view: DocumentView, budget: Budget) -> 
         if (start, end) in seen:
             continue
         seen.add((start, end))
+        budget.check()  # each place is folded again: a long quote in a repetitive text
         if fold(view.text[start:end]).strip() != quote.text:
             # the occurrence ends or starts inside one folded character, which maps back whole:
             # "Stage I" inside "Stage \u2161" (folded "Stage II") is another statement

@@ -34,11 +34,11 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from exporter.checks.compare import FoldedQuote, text_matches
-from exporter.checks.nearby import quote_nearby
-from exporter.checks.normalize import fold
+from exporter.checks.compare import FoldedQuote
+from exporter.checks.nearby import span_check
 from exporter.defaults import DEFAULT_THRESHOLD
 from exporter.records.fingerprint import document_fingerprint
+from exporter.records.limits import DEFAULT_LIMITS
 from exporter.simulate.chunker import CutChunk, cut_by_groups, pack_sentences
 from exporter.simulate.text import (
     BOILERPLATE,
@@ -318,20 +318,21 @@ class _Cited:
 
 
 def _quote_check(quote: str, text: str, span: tuple[int, int], threshold: float) -> str | None:
-    """The contract's quote check of a span in bounds: None when it holds the quote, else the
-    failed check (span_shifted when the quote sits a few characters away, see
-    exporter.checks.nearby)."""
+    """The contract's quote check of a span in bounds (exporter.checks.nearby.span_check): None
+    when it holds the quote, else the failed check."""
     start, end = span
-    folded = FoldedQuote(quote)
-    held = text[start:end] == quote or fold(text[start:end]).strip() == folded.text
-    if held:
+    if text[start:end] == quote:
         return None
-    nearby = quote_nearby(folded, text, start, end, threshold)
-    if nearby.held:
+    matches, _, moved = span_check(
+        FoldedQuote(quote),
+        text,
+        span,
+        threshold=threshold,
+        max_quote_chars=DEFAULT_LIMITS.max_quote_chars,
+    )
+    if matches:
         return None
-    if nearby.moved:
-        return "span_shifted"
-    return None if text_matches(folded, text[start:end], threshold)[0] else "quote_mismatch"
+    return "span_shifted" if moved else "quote_mismatch"
 
 
 def _expected(cited: _Cited, record: dict[str, Any], threshold: float) -> dict[str, Any]:
