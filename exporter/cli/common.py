@@ -27,6 +27,7 @@ __all__ = [
     "limits_from",
     "positive",
     "ratio",
+    "sweep_gate",
     "threshold",
     "topics",
 ]
@@ -137,6 +138,13 @@ def gate_from(args: argparse.Namespace) -> Gate | None:
         unrepaired_only=args.gate_drift == "unrepaired",
         allow_empty=args.allow_empty,
     )
+
+
+def sweep_gate(args: argparse.Namespace) -> Gate:
+    """The sweep's gate: it always has one (its --fail-above has a default)."""
+    gate = gate_from(args)
+    assert gate is not None
+    return gate
 
 
 def threshold(text: str) -> float:

@@ -28,9 +28,9 @@ from exporter.cli.common import (
     available_cpus,
     count,
     dollars,
-    gate_from,
     limits_from,
     positive,
+    sweep_gate,
     threshold,
     timestamp,
     topics,
@@ -473,22 +473,15 @@ def _write_summary(text: str, stream: IO[str]) -> None:
         raise UsageError(f"cannot write the summary to {name}: {exc}") from None
 
 
-def _gate(args: argparse.Namespace) -> Gate:
-    """The sweep's gate: it always has one (--fail-above has a default)."""
-    gate = gate_from(args)
-    assert gate is not None
-    return gate
-
-
-def _report(args: argparse.Namespace, summary: SweepSummary) -> None:
+def _report(args: argparse.Namespace, summary: SweepSummary, gate: Gate) -> None:
     """The summary, on standard output unless a verdict output took it."""
     to_stdout = "-" in (args.out, args.coverage_out, args.judge_out, args.report)
     report_to: IO[str] = sys.stderr if to_stdout else sys.stdout
     if args.format == "json":
-        report = orjson.dumps(summary.to_json(_gate(args))).decode()
+        report = orjson.dumps(summary.to_json(gate)).decode()
         _write_summary(report + "\n", report_to)
     else:
-        text = summary.render_text(_gate(args))
+        text = summary.render_text(gate)
         _write_summary(text + "\n", report_to)
 
 
@@ -518,7 +511,7 @@ def run(args: argparse.Namespace) -> int:
         return _on_spark(args)
     _refuse_spark_options(args)
     chunks, citations, workdir = _sweep_files(args)
-    limits = limits_from(args)
+    limits, gate = limits_from(args), sweep_gate(args)
     try:
         classifier = load_classifier(args.coverage_classifier)
     except SettingsError as exc:
@@ -604,11 +597,11 @@ def run(args: argparse.Namespace) -> int:
                 summary,
                 [chunks, citations],
                 label,
-                gate=_gate(args),
+                gate=gate,
                 assumptions=audit,
             )
-    _report(args, summary)
+    _report(args, summary, gate)
     missing = summary.missing_input()
     if missing is not None and not args.allow_empty:
         raise UsageError(f"{missing} (--allow-empty passes a sweep with nothing to judge by)")
-    return EXIT_OK if summary.passed(_gate(args)) else EXIT_GATE_FAILED
+    return EXIT_OK if summary.passed(gate) else EXIT_GATE_FAILED

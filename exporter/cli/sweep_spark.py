@@ -18,7 +18,7 @@ from pyspark.errors import PySparkException, PythonException
 from pyspark.sql import DataFrame, SparkSession
 
 from exporter.checks.engine import Policy
-from exporter.cli.common import EXIT_GATE_FAILED, EXIT_OK, UsageError, gate_from, limits_from
+from exporter.cli.common import EXIT_GATE_FAILED, EXIT_OK, UsageError, limits_from, sweep_gate
 from exporter.cli.sweep import _refuse_overwriting, _report, _sweep_files
 from exporter.outputs.report import SweepSummary
 from exporter.records.jsonl import InputError, OutputError, open_output
@@ -155,10 +155,9 @@ def run(args: argparse.Namespace) -> int:
         session = spark_session(args.master or _DEFAULT_MASTER, dict(args.spark_conf))
         with session as spark, _spark_failures():
             summary = _sweep(spark, args, chunks, citations, policy)
-    _report(args, summary)
+    gate = sweep_gate(args)
+    _report(args, summary, gate)
     missing = summary.missing_input()
     if missing is not None and not args.allow_empty:
         raise UsageError(f"{missing} (--allow-empty passes a sweep with nothing to judge by)")
-    gate = gate_from(args)
-    assert gate is not None  # the sweep's --fail-above has a default
     return EXIT_OK if summary.passed(gate) else EXIT_GATE_FAILED

@@ -235,18 +235,15 @@ class SweepSummary:
     def _ratio_lines(self, gate: Gate | None) -> list[str]:
         """The ratios the gate reads, each with its line, then the gate's verdict and why."""
         result = None if gate is None else self.judge(gate)
+        gated: dict[str, GateLine] = {} if result is None else {g.name: g for g in result.lines}
 
         def line(name: str) -> str:
-            gated = (
-                None
-                if result is None
-                else next((ln for ln in result.lines if ln.name == name), None)
-            )
-            if gated is None:
+            if name not in gated:
                 return ""
-            if gated.waived is not None:
-                return f"   not gated ({gated.waived}; --allow-empty)"
-            return f"   gate: fail above {gated.limit:.2%} -> {'FAIL' if gated.crossed else 'ok'}"
+            held = gated[name]
+            if held.waived is not None:
+                return f"   not gated ({held.waived}; --allow-empty)"
+            return f"   gate: fail above {held.limit:.2%} -> {'FAIL' if held.crossed else 'ok'}"
 
         lines = [
             f"  drift ratio       {self.drift_ratio:7.2%}{line(DRIFT)}",
