@@ -83,10 +83,15 @@ def ratio_value(value: str | float) -> float:
     """
     if isinstance(value, bool):
         raise ValueError(f"must be a ratio such as 0.01 or 1%, got {value}")
-    if not isinstance(value, str):
-        if not math.isfinite(value) or value < 0:
-            raise ValueError(f"must be a ratio from 0 to 1 (or 0% to 100%), got {value:g}")
-        return value + 0.0 if value < 1 else _refuse_bare(float(value), f"{value:g}")
+    if not isinstance(value, str):  # a number from a TOML file: an int may have any size
+        if value < 0 or not (isinstance(value, int) or math.isfinite(value)):
+            shown = "a negative number" if value < 0 else f"{value}"
+            raise ValueError(f"must be a ratio from 0 to 1 (or 0% to 100%), got {shown}")
+        if value < 1:
+            return value + 0.0
+        if isinstance(value, int) and value > 100:
+            raise ValueError("is a whole number far above 1: a ratio is 0 to 1, or 0% to 100%")
+        return _refuse_bare(float(value), f"{value:g}")
     text = value.strip()
     written = _RATIO.fullmatch(text) if len(text) <= _RATIO_CHARS else None
     if written is None:

@@ -139,7 +139,7 @@ class JudgeSettings(BaseSettings):
     @classmethod
     def _a_ratio(cls, value: object) -> object:
         """``0.01`` and ``1%`` alike, from a variable or a file; a bare 1 or more is refused."""
-        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        if isinstance(value, (str, int, float)):  # a bool too: true is no ratio (it was 100%)
             return ratio_value(value)
         return value
 

@@ -828,3 +828,22 @@ def test_an_output_that_cannot_be_written_is_named_by_its_option(
         main(["sweep", "--example", "--jobs", "1", full, "/dev/full", other, str(tmp_path / "o")])
     error = capsys.readouterr().err
     assert f"{full} /dev/full: cannot write" in error
+
+
+@pytest.mark.parametrize("unjudged", ['"3"', "{}", "7", "null"])
+def test_a_coverage_record_with_an_unjudged_that_is_no_list_is_named_not_counted(
+    unjudged: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The field added for issue 22, wrong-typed in a verdict file given to ``report``."""
+    record = (
+        '{"check": "coverage", "answer_id": "a1", "status": "unjudged", "claims": [1], '
+        f'"framing": [], "uncited": [], "unjudged": {unjudged}}}\n'
+    )
+    good = json.dumps(
+        {"citation_id": "c1", "answer_id": "a1", "doc_id": "d1", "status": "ok", "action": "keep"}
+    )
+    verdicts = tmp_path / "verdicts.jsonl"
+    verdicts.write_text(record + good + "\n")
+    assert main(["report", str(verdicts), "--out", str(tmp_path / "r.html")]) == 0
+    said = capsys.readouterr().err
+    assert "1 lines not verdicts" in said

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from exporter.defaults import ratio_value
-from exporter.settings import SettingsError, load_judge_settings
+from exporter.settings import SettingsError, load_judge_settings, load_settings
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
 
@@ -128,3 +128,31 @@ def test_a_percentage_is_exactly_the_share_it_names(percent: str, share: str) ->
 def test_what_is_not_a_decimal_in_ascii_digits_is_refused(typed: str) -> None:
     with pytest.raises(ValueError, match="must be a ratio"):
         ratio_value(typed)
+
+
+@pytest.mark.parametrize(
+    "written",
+    ["1" + "0" * 400, "-" + "1" * 400, "1e400", "inf", "nan", "true", "[0.5]", '"50"', "2"],
+)
+def test_a_ratio_in_a_toml_file_is_read_or_refused_in_one_line(
+    written: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever a TOML file holds for a ratio (an integer of 400 digits overflowed a float and
+    crashed the settings with a traceback), the value is refused naming the setting."""
+    monkeypatch.delenv("CITATION_EXPORTER_JUDGE_SAMPLE_RATE", raising=False)
+    config = tmp_path / "exporter.toml"
+    config.write_text(f"judge_sample_rate = {written}\n")
+    with pytest.raises(SettingsError) as refused:
+        load_settings(config)
+    message = str(refused.value)
+    assert "judge_sample_rate" in message and "\n" not in message and len(message) < 400
+
+
+@given(st.one_of(st.integers(), st.floats(allow_nan=True), st.booleans()))
+def test_any_number_is_a_ratio_in_range_or_one_short_error(value: float) -> None:
+    try:
+        share = ratio_value(value)
+    except ValueError as exc:
+        assert "\n" not in str(exc) and len(str(exc)) < 160
+    else:
+        assert 0.0 <= share < 1.0
