@@ -278,8 +278,6 @@ def report_view(
         "repaired_ratio": summary.repaired_ratio,
         "unrepaired_ratio": summary.unrepaired_ratio,
         "missing_ratio": summary.missing_ratio,
-        "repaired": summary.statuses[Status.DRIFT_REPAIRED],
-        "unrepaired_count": summary.statuses[Status.DRIFT_UNREPAIRED],
         "missing": summary.statuses[Status.DOCUMENT_MISSING],
         "superseded_ratio": summary.superseded_ratio,
         "citations": summary.citations,
