@@ -27,6 +27,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,6 +35,8 @@ sys.path.insert(0, str(ROOT))
 
 from exporter.checks import claims  # noqa: E402
 from exporter.checks.claims import (  # noqa: E402
+    DEFAULT_CLASSIFIER,
+    HybridClassifier,
     RuleClassifier,
     SentenceClassifier,
     SentenceKind,
@@ -44,6 +47,8 @@ DATA = ROOT / "tests" / "data" / "coverage" / "sentences.jsonl"
 # whole answers written blind to the classifier, with which sentences were cited (ANSWERS.md)
 ANSWERS = ROOT / "tests" / "data" / "coverage" / "answers.jsonl"
 ANSWERS_TUNE2 = ROOT / "tests" / "data" / "coverage" / "answers_tune2.jsonl"
+ANSWERS_TUNE3 = ROOT / "tests" / "data" / "coverage" / "answers_tune3.jsonl"
+ANSWERS_TUNE4 = ROOT / "tests" / "data" / "coverage" / "answers_tune4.jsonl"
 sys.path.insert(0, str(ROOT / "tests"))
 
 from labelled_sets import answer_scores  # noqa: E402
@@ -78,12 +83,24 @@ def _quality(classifier: SentenceClassifier, rows: list[dict[str, str]], split: 
     print(f"  claim precision {precision:.3f}  recall {recall:.3f}  F1 {f1:.3f}")
 
 
+def _forgetting(classifier: SentenceClassifier) -> Callable[[], None] | None:
+    """What empties the built-in classifier's caches, so each sentence is new to it."""
+    if not isinstance(classifier, RuleClassifier | HybridClassifier):
+        return None
+
+    def forget() -> None:
+        claims._classify.cache_clear()
+        claims._classify_hybrid.cache_clear()
+
+    return forget
+
+
 def _speed(classifier: SentenceClassifier, sentences: list[str], classifications: int) -> None:
     """Prints the classification rate over the labelled sentences repeated, each one new to
     the classifier (no cache) and as repeated (the cache of the rules, when they are used)."""
     rounds = max(1, classifications // len(sentences))
     classify = classifier.classify
-    forget = claims._classify.cache_clear if isinstance(classifier, RuleClassifier) else None
+    forget = _forgetting(classifier)
     for label, cached in (("each new", False), ("repeated", True)):
         started = time.perf_counter()
         for _ in range(rounds):
@@ -129,8 +146,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--classifier",
-        default="rules",
-        help="'rules' (the default) or 'module.path:attribute', as the coverage_classifier setting",
+        default=DEFAULT_CLASSIFIER,
+        help="'hybrid' (the default), 'rules' or 'module.path:attribute', as the "
+        "coverage_classifier setting",
     )
     parser.add_argument("--data", type=Path, default=DATA, help="the labelled sentences (JSONL)")
     parser.add_argument(
@@ -157,7 +175,13 @@ def main() -> None:
     for split in ("tune", "measure"):
         _quality(classifier, [row for row in rows if row["split"] == split], split)
     print("blind answers (tests/data/coverage/answers.jsonl), as coverage flags them:")
-    for path, split in ((ANSWERS, "tune"), (ANSWERS_TUNE2, "tune"), (ANSWERS, "measure")):
+    for path, split in (
+        (ANSWERS, "tune"),
+        (ANSWERS_TUNE2, "tune"),
+        (ANSWERS_TUNE3, "tune"),
+        (ANSWERS_TUNE4, "tune"),
+        (ANSWERS, "measure"),
+    ):
         scores = answer_scores(path, split, lambda text: _is_claim(classifier, text))
         print(f"  {path.name} " + scores.line(split))
     if args.show_tune_failures:

@@ -34,7 +34,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from exporter.checks.claims import SentenceClassifier, load_classifier
+from exporter.checks.claims import DEFAULT_CLASSIFIER, SentenceClassifier, load_classifier
 from exporter.checks.engine import Policy
 from exporter.defaults import (
     DEFAULT_HIGH_SEVERITY_TOPICS,
@@ -223,10 +223,10 @@ class Settings(JudgeSettings):
     high_severity_topics: Annotated[frozenset[str], NoDecode] = DEFAULT_HIGH_SEVERITY_TOPICS
     sources: Annotated[frozenset[str], NoDecode] = frozenset()
     max_sources: int = Field(20, ge=0)
-    # coverage: judged where answers carry sentences, unless off; "rules" (the built-in
-    # classifier) or "module:attribute" of another one
+    # coverage: judged where answers carry sentences, unless off; "hybrid" (the built-in
+    # rules and model), "rules" (the rules alone) or "module:attribute" of another one
     coverage: bool = True
-    coverage_classifier: str = Field("rules", min_length=1)
+    coverage_classifier: str = Field(DEFAULT_CLASSIFIER, min_length=1)
     topics: Annotated[frozenset[str], NoDecode] = frozenset()
     max_topics: int = Field(20, ge=0)
 

@@ -22,8 +22,13 @@ asserts nothing, but only its capitals tell it from a bare answer ("Yes", "Unlim
 is recognised before the sentence is folded; emoji and Slack shortcodes are decoration, and a
 name after framing and a comma ("Apologies for the delay, Fatima.") is the person addressed.
 
-**Rules, not a model.** Compiled regular expressions over a normalised sentence: no dependency,
-no file to ship, a few microseconds per sentence, and every decision can be read in this file.
+**Rules first, a model second.** The rules are compiled regular expressions over a normalised
+sentence: a few microseconds per sentence, and every decision can be read in this file. Phrase
+rules stop generalising where framing is phrased as no rule foresaw, so the default classifier
+(:class:`HybridClassifier`) asks a learned model (:mod:`exporter.checks.claims_model`) about
+each sentence the rules call a claim, and makes it framing only when the model is sure and
+knows most of its words. The model never turns framing into a claim, and a sentence it cannot
+read (another language, unseen vocabulary) stays a claim: the unsure rule holds.
 
 **Bounded input.** Any ``str`` may arrive. A sentence longer than :data:`MAX_CHARS` code points is
 a claim without being examined (the unsure rule; no framing sentence is that long), so the work
@@ -33,8 +38,8 @@ number of framing units examined per sentence is capped too. An empty, whitespac
 punctuation-only sentence (no letter or digit in any script) is framing: there is nothing in it
 to check.
 
-Another classifier replaces this one by configuration: :func:`load_classifier` takes
-``"rules"`` or ``"module.path:attribute"``.
+Another classifier replaces the default by configuration: :func:`load_classifier` takes
+``"hybrid"`` (the default), ``"rules"`` (the rules alone) or ``"module.path:attribute"``.
 """
 
 from __future__ import annotations
@@ -45,17 +50,22 @@ import re
 from enum import StrEnum
 from typing import Protocol, cast, runtime_checkable
 
+from exporter.checks.claims_model import QUOTE_AND_DASH_FOLDS, shipped_model
 from exporter.errors import SettingsError
 from exporter.records.limits import bounded, preview
 
 __all__ = [
+    "DEFAULT_CLASSIFIER",
     "MAX_CHARS",
+    "HybridClassifier",
     "RuleClassifier",
     "SentenceClassifier",
     "SentenceKind",
     "load_classifier",
 ]
 
+#: The classifier coverage uses unless configured otherwise (a :func:`load_classifier` spec).
+DEFAULT_CLASSIFIER = "hybrid"
 #: Longer sentences are claims without being examined (the unsure rule, and bounded work).
 MAX_CHARS = 500
 # At most this many framing units are consumed from one sentence; more than that is a claim.
@@ -82,24 +92,8 @@ class SentenceClassifier(Protocol):
 
 _FOLD = str.maketrans(
     {
-        "\u2018": "'",
-        "\u2019": "'",
-        "\u201a": "'",
-        "\u201b": "'",
-        "\u2032": "'",
+        **QUOTE_AND_DASH_FOLDS,
         "`": "`",
-        "\u201c": '"',
-        "\u201d": '"',
-        "\u201e": '"',
-        "\u00ab": '"',
-        "\u00bb": '"',
-        "\u2010": "-",
-        "\u2011": "-",
-        "\u2012": "-",
-        "\u2013": "-",
-        "\u2014": "-",
-        "\u2015": "-",
-        "\u2212": "-",
         "\u2026": "...",
         "\u2022": "-",
         "\u00b7": "-",
@@ -778,6 +772,27 @@ class RuleClassifier:
         return _classify(sentence)
 
 
+class HybridClassifier:
+    """The default classifier: the rules, then the learned model on what the rules call claims.
+
+    Stateless and thread-safe; :meth:`classify` never raises and examines at most
+    :data:`MAX_CHARS` code points.
+    """
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        # the weights load here, so a broken install fails when the classifier is configured,
+        # not on the first sentence
+        shipped_model()
+
+    def classify(self, sentence: str) -> SentenceKind:
+        """Framing if the rules say so, or if the model is sure on words it knows; else a claim."""
+        if len(sentence) > MAX_CHARS:
+            return SentenceKind.CLAIM
+        return _classify_hybrid(sentence)
+
+
 # Answers repeat their framing word for word ("Hope this helps!"): a bounded cache of recent
 # sentences (at most _CACHED x MAX_CHARS characters) answers those in a fraction of a
 # microsecond.
@@ -800,11 +815,18 @@ def _classify(sentence: str) -> SentenceKind:
     return SentenceKind.FRAMING if _is_framing(text) else SentenceKind.CLAIM
 
 
+@functools.lru_cache(maxsize=_CACHED)
+def _classify_hybrid(sentence: str) -> SentenceKind:
+    if _classify(sentence) is SentenceKind.FRAMING or shipped_model().is_framing(sentence):
+        return SentenceKind.FRAMING
+    return SentenceKind.CLAIM
+
+
 # --- configuration ---------------------------------------------------------------------------
 
 
 def load_classifier(spec: str) -> SentenceClassifier:
-    """The classifier a setting names: ``"rules"`` or ``"module.path:attribute"``.
+    """The classifier a setting names: ``"hybrid"``, ``"rules"`` or ``"module.path:attribute"``.
 
     The attribute may be a class or a zero-argument factory (called), or an object with a
     ``classify`` method (used as is). Raises :class:`~exporter.errors.SettingsError` naming the
@@ -814,11 +836,13 @@ def load_classifier(spec: str) -> SentenceClassifier:
     Only ``KeyboardInterrupt`` goes through.
     """
     name = spec.strip()
+    if name.casefold() == "hybrid":
+        return HybridClassifier()
     if name.casefold() == "rules":
         return RuleClassifier()
     module_name, colon, attribute = name.partition(":")
     if not colon or not module_name or not attribute:
-        raise _spec_error(spec, "expected 'rules' or 'module.path:attribute'")
+        raise _spec_error(spec, "expected 'hybrid', 'rules' or 'module.path:attribute'")
     if module_name.startswith("."):
         raise _spec_error(spec, "a relative module name cannot be imported; give its full path")
     try:

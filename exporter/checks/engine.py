@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from exporter.checks.claims import RuleClassifier, SentenceClassifier
+from exporter.checks.claims import HybridClassifier, SentenceClassifier
 from exporter.checks.compare import FoldedQuote
 from exporter.checks.nearby import span_check
 from exporter.checks.relocate import FOUND, UNIQUE, Budget, Place, PositionHint, relocate
@@ -52,7 +52,7 @@ class Policy:
     high_severity_topics: frozenset[str] = field(default=DEFAULT_HIGH_SEVERITY_TOPICS)
     limits: Limits = DEFAULT_LIMITS
     # tells claim-bearing sentences from framing, for coverage (see exporter.checks.claims)
-    classifier: SentenceClassifier = field(default_factory=RuleClassifier)
+    classifier: SentenceClassifier = field(default_factory=HybridClassifier)
     # judge coverage where answers carry their sentences (off: their sentences are ignored)
     coverage: bool = True
     # share of judgeable citations whose claim and evidence are kept for the entailment

@@ -15,7 +15,7 @@ from typing import IO, TYPE_CHECKING, Any
 import orjson
 from tqdm import tqdm
 
-from exporter.checks.claims import load_classifier
+from exporter.checks.claims import DEFAULT_CLASSIFIER, load_classifier
 from exporter.checks.engine import Policy
 from exporter.checks.store import ChunkStore
 from exporter.cli.common import (
@@ -140,10 +140,11 @@ def add_parser(commands: Any) -> None:
     )
     sweep.add_argument(
         "--coverage-classifier",
-        default="rules",
+        default=DEFAULT_CLASSIFIER,
         metavar="SPEC",
-        help="what tells claims from framing: 'rules' (built in, offline) or "
-        "'module:attribute' of your own classifier (default: %(default)s)",
+        help="what tells claims from framing: 'hybrid' (built-in rules, then a built-in "
+        "learned model; offline), 'rules' (the rules alone) or 'module:attribute' of your own "
+        "classifier (default: %(default)s)",
     )
     sweep.add_argument(
         "--no-coverage",

@@ -17,6 +17,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException, PythonException
 from pyspark.sql import DataFrame, SparkSession
 
+from exporter.checks.claims import DEFAULT_CLASSIFIER
 from exporter.checks.engine import Policy
 from exporter.cli.common import EXIT_GATE_FAILED, EXIT_OK, UsageError, limits_from, sweep_gate
 from exporter.cli.sweep import _refuse_overwriting, _report, _sweep_files
@@ -49,7 +50,7 @@ def _refuse_in_process_options(args: argparse.Namespace) -> None:
     given = [option for option, name in _IN_PROCESS_ONLY if getattr(args, name) is not None]
     if args.judge_sweep_sample:
         given.append("--judge-sample")
-    if args.coverage_classifier != "rules":
+    if args.coverage_classifier != DEFAULT_CLASSIFIER:
         given.append("--coverage-classifier")
     if given:
         raise UsageError(

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 __all__ = ["BOILERPLATE", "Document", "Rendering", "Style", "make_document", "make_sentence"]
 
 BOILERPLATE = (
-    "Contact your account manager for details.",
+    "Refunds are issued to the original cards.",
     'See the "Limits" page for the current values.',
     "This setting can't be changed after the workspace is created.",
 )

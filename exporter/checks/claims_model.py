@@ -1,0 +1,174 @@
+"""A learned second opinion on framing: a linear model over the words of a sentence.
+
+The rule classifier (:mod:`exporter.checks.claims`) recognises framing by its patterns and
+calls the rest a claim. Phrase rules stop generalising where framing is phrased in a way no
+rule foresaw ("The rules are fairly simple, so bear with me"), and every such sentence left
+uncited is flagged as an uncited claim. This model reads the words instead: logistic
+regression over word unigrams and bigrams (tf-idf weighted), trained by
+``training/claims_model.py`` on the *tune* splits of the labelled sets only, with
+scikit-learn; what ships is its weights, as JSON, so inference here is a dictionary lookup
+per term and needs no dependency.
+
+**Only ever a second opinion.** The hybrid classifier asks this model only about sentences
+the rules call claims, and turns one into framing only when the model is sure and knows most
+of the sentence's words (:meth:`ClaimModel.known_share`): a sentence in another language, or
+in vocabulary the model never saw, stays a claim (the unsure rule).
+
+**Bounded.** Callers pass at most ``claims.MAX_CHARS`` code points; the work is linear in the
+length (one regular expression without nested quantifiers, one lookup per term).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import math
+import re
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+__all__ = ["ClaimModel", "shipped_model", "terms", "words"]
+
+# Curly quotes, primes and dashes as their ASCII forms, so a curly and a straight apostrophe
+# make one term (the rules fold these and a few more: exporter.checks.claims).
+QUOTE_AND_DASH_FOLDS = {
+    "\u2018": "'",
+    "\u2019": "'",
+    "\u201a": "'",
+    "\u201b": "'",
+    "\u2032": "'",
+    "\u201c": '"',
+    "\u201d": '"',
+    "\u201e": '"',
+    "\u00ab": '"',
+    "\u00bb": '"',
+    "\u2010": "-",
+    "\u2011": "-",
+    "\u2012": "-",
+    "\u2013": "-",
+    "\u2014": "-",
+    "\u2015": "-",
+    "\u2212": "-",
+}
+_FOLD = str.maketrans(QUOTE_AND_DASH_FOLDS)
+# A word (letters, digits, underscore, any script) or one punctuation mark: "?" and ":" and
+# "!" say much about framing.
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+_LETTER = re.compile(r"[^\W\d_]")
+
+#: The extra features beside the terms, in the order the weights file lists them.
+FEATURES = ("ends_colon", "ends_question", "has_digit")
+
+
+def words(sentence: str) -> list[str]:
+    """The sentence's tokens: folded, lower-cased words and punctuation marks."""
+    return _TOKEN.findall(sentence.translate(_FOLD).lower())
+
+
+def terms(sentence: str) -> list[str]:
+    """The terms the model weighs: every token, and every pair of adjacent tokens."""
+    return _with_pairs(words(sentence))
+
+
+def _with_pairs(tokens: list[str]) -> list[str]:
+    return tokens + [f"{first} {second}" for first, second in itertools.pairwise(tokens)]
+
+
+def features(sentence: str) -> tuple[float, ...]:
+    """The extra features of :data:`FEATURES`, each 0 or 1."""
+    end = sentence.rstrip()
+    return (
+        float(end.endswith(":")),
+        float(end.endswith("?")),
+        float(any(character.isdigit() for character in sentence)),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimModel:
+    """Logistic regression over tf-idf weighted terms: ``P(claim | sentence)``.
+
+    ``vocabulary`` maps a term to ``(coefficient, idf)``; terms outside it are ignored, as
+    scikit-learn's vectoriser ignores them. ``threshold`` is the probability below which the
+    model calls a sentence framing; ``min_known`` the share of a sentence's words that must be
+    in the vocabulary for that call to count.
+    """
+
+    vocabulary: dict[str, tuple[float, float]]
+    feature_weights: tuple[float, ...]
+    intercept: float
+    threshold: float
+    min_known: float
+
+    def probability(self, sentence: str) -> float:
+        """The model's probability that ``sentence`` is a claim."""
+        return self._probability(sentence, words(sentence))
+
+    def known_share(self, sentence: str) -> float:
+        """The share of the sentence's words (tokens with a letter) the model has seen."""
+        return self._known_share(words(sentence))
+
+    def is_framing(self, sentence: str) -> bool:
+        """Sure it is framing, on words it knows."""
+        tokens = words(sentence)
+        return (
+            self._known_share(tokens) >= self.min_known
+            and self._probability(sentence, tokens) < self.threshold
+        )
+
+    def _known_share(self, tokens: list[str]) -> float:
+        seen = [token in self.vocabulary for token in tokens if _LETTER.search(token)]
+        return sum(seen) / len(seen) if seen else 0.0
+
+    def _probability(self, sentence: str, tokens: list[str]) -> float:
+        vocabulary = self.vocabulary
+        counts: dict[str, int] = {}
+        for term in _with_pairs(tokens):
+            if term in vocabulary:
+                counts[term] = counts.get(term, 0) + 1
+        dot = norm = 0.0
+        for term, count in counts.items():
+            coefficient, idf = vocabulary[term]
+            weight = (1.0 + math.log(count)) * idf if count > 1 else idf
+            dot += coefficient * weight
+            norm += weight * weight
+        score = self.intercept + (dot / math.sqrt(norm) if norm else 0.0)
+        score += sum(w * x for w, x in zip(self.feature_weights, features(sentence), strict=True))
+        return _sigmoid(score)
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> ClaimModel:
+        """The model a weights file holds (written by ``training/claims_model.py``)."""
+        if tuple(document["features"]) != FEATURES:
+            raise ValueError(f"weights for features {document['features']}, expected {FEATURES}")
+        vocabulary = {
+            str(term): (float(pair[0]), float(pair[1]))
+            for term, pair in document["vocabulary"].items()
+        }
+        return cls(
+            vocabulary=vocabulary,
+            feature_weights=tuple(float(w) for w in document["feature_weights"]),
+            intercept=float(document["intercept"]),
+            threshold=float(document["threshold"]),
+            min_known=float(document["min_known"]),
+        )
+
+
+def _sigmoid(score: float) -> float:
+    if score >= 0:
+        return 1.0 / (1.0 + math.exp(-score))
+    exp = math.exp(score)
+    return exp / (1.0 + exp)
+
+
+#: The weights file shipped in the package, next to this module.
+WEIGHTS = "claims_model.json"
+
+
+@functools.cache
+def shipped_model() -> ClaimModel:
+    """The model trained on the project's labelled sets, loaded once per process."""
+    text = resources.files("exporter.checks").joinpath(WEIGHTS).read_text(encoding="utf-8")
+    return ClaimModel.from_json(json.loads(text))
