@@ -8,10 +8,14 @@ engine should answer follows from where each cited sentence lies in each renderi
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+import orjson
 import pytest
 from manpage_corpus import (
     MAN_DIRS,
@@ -34,6 +38,7 @@ from exporter.checks.relocate import FOUND, NOT_FOUND, relocate
 from exporter.checks.store import ChunkStore, DocumentView
 from exporter.records.decode import decode_chunk
 
+GOLDEN = Path(__file__).parent / "data" / "golden.json"
 _ABSENT = [str(d) for d in MAN_DIRS.values() if not d.is_dir()]
 if _ABSENT:
     pytest.skip(
@@ -256,3 +261,27 @@ def test_a_line_break_inside_a_japanese_sentence_folds_away() -> None:
     for quote in (short, JAPANESE):
         wrapped = quote.replace("内容", "内容\n       ")
         assert _found(quote, "\n" + wrapped + "\n") == (FOUND, wrapped, "normalised")
+
+
+# Issue 23's promise on real text: restructuring changes no verdict. The digests in
+# tests/data/golden.json are kept per corpus (a digest of its chunks and citations), since the
+# pages depend on the man pages installed; tests/test_golden.py records them.
+@pytest.mark.parametrize("change", ["resize", "reextract", "prefix3", "crlf", "nbsp"])
+def test_the_verdicts_on_real_text_are_what_they_were(
+    corpus: tuple[str, Corpus], tmp_path: Path, change: str
+) -> None:
+    language, (selection, chosen) = corpus
+    chunks = chunk_file_records(selection.pages, change)
+    citations = [q.record(hinted=True) for q in chosen]
+    inputs = hashlib.sha256(orjson.dumps([chunks, citations])).hexdigest()[:16]
+    verdicts = sweep(tmp_path, chunks, citations)
+    name = f"corpus {language} {change} {inputs}"
+    digest = hashlib.sha256(orjson.dumps(verdicts)).hexdigest()
+    recorded = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    if os.environ.get("CITATION_GOLDEN_UPDATE") == "1":
+        recorded[name] = digest
+        GOLDEN.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        return
+    if name not in recorded:
+        pytest.skip(f"{language}: these man pages differ from those the digests were taken on")
+    assert recorded[name] == digest, f"{name}: the verdicts changed"
