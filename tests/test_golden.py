@@ -27,10 +27,10 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from exporter.checks.store import ChunkStore
 from exporter.cli import main
+from exporter.demo.traffic import demo_phases
 from exporter.outputs.metrics import ExporterMetrics, SourceLabels
 from exporter.outputs.verdicts import verdict_json
 from exporter.pipeline.core import LocalRecord, Pipeline
-from exporter.pipeline.demo import demo_phases
 from exporter.pipeline.outcome import Mode, Outcome
 from exporter.records.chunk_messages import chunk_message
 from exporter.settings import Settings

@@ -17,8 +17,8 @@ from kafka_support import free_port
 
 from exporter.checks.engine import Policy
 from exporter.checks.store import ChunkStore
+from exporter.demo.traffic import run_demo
 from exporter.pipeline.core import Pipeline
-from exporter.pipeline.demo import run_demo
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
 

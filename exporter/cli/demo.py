@@ -147,8 +147,8 @@ def run(args: argparse.Namespace) -> int:
 
     from exporter.checks.lexical import LexicalJudge  # noqa: PLC0415
     from exporter.cli.offline import OfflineExporter  # noqa: PLC0415
-    from exporter.pipeline.demo import run_demo  # noqa: PLC0415
-    from exporter.pipeline.demo_entailment import DemoEntailment  # noqa: PLC0415
+    from exporter.demo.entailment import DemoEntailment  # noqa: PLC0415
+    from exporter.demo.traffic import run_demo  # noqa: PLC0415
 
     settings = _settings(args)
     if args.report:

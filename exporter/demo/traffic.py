@@ -8,7 +8,7 @@ superseded ratios over a sliding window against the alert thresholds, the shift 
 they form, and the share of claims no citation supports (coverage): drift jumps (and would page)
 at the chunk-size change, superseded rises at the content refresh while drift does not. Claims
 are judged for entailment by the lexical judge, and by a model judge when one is configured
-(behind the traffic, see :mod:`exporter.pipeline.demo_entailment`).
+(behind the traffic, see :mod:`exporter.demo.entailment`).
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from exporter import alerting
 from exporter.checks.coverage import CoverageStatus
 from exporter.checks.relocate import BY_POSITION_HINT
 from exporter.checks.verdict import Status
+from exporter.demo.entailment import DemoEntailment
 from exporter.outputs.report import SweepSummary, shift_clusters
 from exporter.pipeline.core import LocalRecord, Pipeline
-from exporter.pipeline.demo_entailment import DemoEntailment
 from exporter.pipeline.outcome import Outcome
 from exporter.records.chunk_messages import chunk_message
 from exporter.simulate.scenario import Scenario, ScenarioConfig, build_scenario
