@@ -13,6 +13,7 @@ copy-on-write; at most a few batches per worker are in flight, so memory stays f
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import time
 from collections import deque
@@ -25,6 +26,7 @@ from typing import IO
 from exporter.checks.engine import Policy
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status
+from exporter.files.jsonl import OutputError
 from exporter.judging import Drawing, PackedCandidate
 from exporter.outputs.report import SweepSummary
 from exporter.outputs.verdicts import verdict_json
@@ -32,8 +34,8 @@ from exporter.pipeline.messages import check_message, unread
 from exporter.pipeline.outcome import Mode, Origin
 from exporter.pipeline.sampling import StratifiedSample, Stratum
 from exporter.records.decode import RecordError, decode_chunk, parse_json
-from exporter.records.jsonl import InputError, OutputError, Oversized, open_input, read_lines
-from exporter.records.limits import DEFAULT_LIMITS, Limits, failure
+from exporter.records.limits import DEFAULT_LIMITS, Limits, Oversized, failure
+from exporter.sources import ChunkSource, CitationSource, RawRecord
 
 __all__ = ["CoverageOutputError", "load_store", "run_sweep"]
 
@@ -46,29 +48,26 @@ _IN_FLIGHT_PER_JOB = 4
 
 
 def load_store(
-    path: str,
+    source: ChunkSource,
     summary: SweepSummary,
     store: ChunkStore | None = None,
     limits: Limits = DEFAULT_LIMITS,
 ) -> ChunkStore:
     """Read chunk records into a store; bad records are counted and reported, not fatal.
 
-    Raises InputError (naming ``path``) when the file cannot be read to its end.
+    Raises InputError (naming the source) when it cannot be read to its end.
     """
     store = store if store is not None else ChunkStore()
-    with open_input(path) as source:
-        try:
-            for number, line in read_lines(source.stream, limits.max_message_bytes):
-                try:
-                    if isinstance(line, Oversized):
-                        raise RecordError(line.describe(limits.max_message_bytes))
-                    store.apply(decode_chunk(parse_json(line), limits))
-                except Exception as exc:  # one record never stops the load
-                    message = str(exc) if isinstance(exc, RecordError) else failure("reading", exc)
-                    summary.invalid_chunk_records += 1
-                    summary.note_error(f"{path}:{number}: {message}")
-        except InputError as exc:
-            raise InputError(f"{path}: {exc}") from None
+    with contextlib.closing(source.records(limits.max_message_bytes)) as records:
+        for number, line in records:
+            try:
+                if isinstance(line, Oversized):
+                    raise RecordError(line.describe(limits.max_message_bytes))
+                store.apply(decode_chunk(parse_json(line), limits))
+            except Exception as exc:  # one record never stops the load
+                message = str(exc) if isinstance(exc, RecordError) else failure("reading", exc)
+                summary.invalid_chunk_records += 1
+                summary.note_error(f"{source.where(number)}: {message}")
     summary.chunks_loaded = store.chunk_count
     summary.documents_loaded = store.document_count
     return store
@@ -80,7 +79,7 @@ class _Job:
 
     store: ChunkStore
     policy: Policy
-    path: str
+    source: CitationSource  # named in origins and errors; read by the parent only
     write_verdicts: bool
     write_coverage: bool
     now: datetime | None  # sampling for the entailment judge: the age bands' "now"
@@ -121,7 +120,7 @@ def _check_batch(
     """
     job = _job
     assert job is not None
-    store, policy, path = job.store, job.policy, job.path
+    store, policy, source = job.store, job.policy, job.source
     limits = policy.limits
     summary = SweepSummary()
     verdicts: list[bytes] = []
@@ -129,12 +128,12 @@ def _check_batch(
     counts: dict[Stratum, int] = {}
     candidates: list[tuple[Stratum, int, str, PackedCandidate]] = []
     for number, line in lines:
-        origin = Origin(path, 0, number)
+        origin = Origin(source.name, 0, number)
         if isinstance(line, Oversized):
             outcome = unread(origin, line.describe(limits.max_message_bytes), Mode.SWEEP)
         else:
             outcome = check_message(line, None, origin, store=store, policy=policy, mode=Mode.SWEEP)
-        summary.add_outcome(outcome, f"{path}:{number}")
+        summary.add_outcome(outcome, source.where(number))
         if job.write_verdicts:
             for checked in outcome.checked:
                 verdict = checked.verdict
@@ -150,11 +149,11 @@ def _check_batch(
 _Batch = list[tuple[int, bytes | Oversized]]
 
 
-def _batches(stream: IO[bytes], max_line_bytes: int) -> Iterator[_Batch]:
-    """Lines in batches of at most _BATCH_LINES lines and about _BATCH_BYTES bytes."""
+def _batches(records: Iterator[RawRecord]) -> Iterator[_Batch]:
+    """Records in batches of at most _BATCH_LINES records and about _BATCH_BYTES bytes."""
     batch: _Batch = []
     size = 0
-    for number, line in read_lines(stream, max_line_bytes):
+    for number, line in records:
         batch.append((number, line))
         size += len(line) if isinstance(line, bytes) else 0
         if len(batch) == _BATCH_LINES or size >= _BATCH_BYTES:
@@ -210,7 +209,7 @@ def _write(out: IO[bytes], lines: bytes, what: str, error: type[OutputError] = O
 
 def run_sweep(
     store: ChunkStore,
-    citations_path: str,
+    citations: CitationSource,
     policy: Policy,
     summary: SweepSummary,
     *,
@@ -221,13 +220,13 @@ def run_sweep(
     sample: StratifiedSample[PackedCandidate] | None = None,
     now: datetime | None = None,
 ) -> SweepSummary:
-    """Check every citation in ``citations_path``; write verdicts to ``out`` and coverage
+    """Check every citation of ``citations``; write verdicts to ``out`` and coverage
     verdicts (one per answer event that carried sentences) to ``coverage_out`` when given;
     offer every judgeable citation to ``sample`` (in input order, whatever ``jobs``), its age
     band read at ``now``, when given (the policy must keep judge inputs).
 
-    ``progress`` is called after every batch with the number of bytes of the input consumed.
-    Raises InputError (naming the file) when the citations cannot be read to their end.
+    ``progress`` is called after every batch with how far the source's read has come.
+    Raises InputError (naming the source) when the citations cannot be read to their end.
     """
     started = time.perf_counter()
     if sample is not None and now is None:
@@ -235,7 +234,7 @@ def run_sweep(
     job = _Job(
         store,
         policy,
-        citations_path,
+        citations,
         out is not None,
         coverage_out is not None,
         now if sample is not None else None,
@@ -246,25 +245,23 @@ def run_sweep(
     def thresholds() -> dict[Stratum, int] | None:
         return None if sample is None else sample.thresholds()
 
-    with open_input(citations_path) as source:
-        batches = _batches(source.stream, policy.limits.max_message_bytes)
+    # closed when the sweep ends, however: a source holds a file or a connection open
+    with contextlib.closing(citations.records(policy.limits.max_message_bytes)) as records:
+        batches = _batches(records)
         results = (
             _in_workers(job, batches, jobs, thresholds)
             if jobs > 1
             else _in_process(job, batches, thresholds)
         )
-        try:
-            for checked in results:
-                if out is not None:
-                    _write(out, checked.verdicts, "verdicts")
-                if coverage_out is not None:
-                    _write(coverage_out, checked.coverage, "coverage verdicts", CoverageOutputError)
-                summary.merge(checked.summary)
-                if sample is not None:
-                    sample.add(checked.counts, checked.candidates)
-                if progress is not None:
-                    progress(source.position())
-        except InputError as exc:
-            raise InputError(f"{citations_path}: {exc}") from None
+        for checked in results:
+            if out is not None:
+                _write(out, checked.verdicts, "verdicts")
+            if coverage_out is not None:
+                _write(coverage_out, checked.coverage, "coverage verdicts", CoverageOutputError)
+            summary.merge(checked.summary)
+            if sample is not None:
+                sample.add(checked.counts, checked.candidates)
+            if progress is not None:
+                progress(citations.consumed() or 0)
     summary.elapsed_seconds += time.perf_counter() - started
     return summary

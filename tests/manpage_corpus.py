@@ -31,6 +31,7 @@ from exporter.checks.normalize import fold
 from exporter.file_sweep import load_store, run_sweep
 from exporter.outputs.report import SweepSummary
 from exporter.records.fingerprint import document_fingerprint
+from exporter.sources.jsonl import JsonLines
 
 MAN = Path("/usr/share/man")
 # English pages are the originals of the German translations: the same commands in every
@@ -427,9 +428,9 @@ def sweep(
     chunks_path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in chunks))
     citations_path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in citations))
     summary = SweepSummary()
-    store = load_store(str(chunks_path), summary)
+    store = load_store(JsonLines(str(chunks_path)), summary)
     out = io.BytesIO()
-    run_sweep(store, str(citations_path), Policy(), summary, out=out)
+    run_sweep(store, JsonLines(str(citations_path)), Policy(), summary, out=out)
     return [orjson.loads(line) for line in out.getvalue().splitlines()]
 
 

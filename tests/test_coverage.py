@@ -37,6 +37,7 @@ from exporter.records.limits import MAX_ID_CHARS, MAX_SENTENCES_PER_ANSWER, Limi
 from exporter.settings import SettingsError, load_settings
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
+from exporter.sources.jsonl import JsonLines
 
 TEXT = "Refunds are issued within 30 days. Annual plans renew automatically."
 
@@ -325,7 +326,7 @@ def test_a_sweep_in_workers_survives_a_classifier_that_exits(tmp_path: Path) -> 
     summary = SweepSummary()
     coverage = io.BytesIO()
     policy = Policy(classifier=ExitingClassifier())
-    run_sweep(store, str(citations), policy, summary, coverage_out=coverage, jobs=2)
+    run_sweep(store, JsonLines(str(citations)), policy, summary, coverage_out=coverage, jobs=2)
     assert summary.statuses[Status.OK] == 4
     assert summary.coverage.invalid == 4
     assert [json.loads(line)["reason"] for line in coverage.getvalue().splitlines()] == [
@@ -747,9 +748,16 @@ def test_a_simulated_archive_gets_exactly_the_coverage_its_generator_wrote(
     paths = write_scenario(scenario, tmp_path)
     out = tmp_path / "coverage.jsonl"
     summary = SweepSummary()
-    store = load_store(str(paths["chunks"]), summary)
+    store = load_store(JsonLines(str(paths["chunks"])), summary)
     with out.open("wb") as stream:
-        run_sweep(store, str(paths["citations"]), Policy(), summary, coverage_out=stream, jobs=2)
+        run_sweep(
+            store,
+            JsonLines(str(paths["citations"])),
+            Policy(),
+            summary,
+            coverage_out=stream,
+            jobs=2,
+        )
     got = [json.loads(line) for line in out.read_text().splitlines()]
     expected = [json.loads(line) for line in paths["expected_coverage"].read_text().splitlines()]
     fields = ("answer_id", "topic", "claims", "framing", "uncited")

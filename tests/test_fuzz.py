@@ -44,6 +44,7 @@ from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status, Verdict
 from exporter.cli import main
 from exporter.file_sweep import load_store, run_sweep
+from exporter.files.jsonl import InputError
 from exporter.outputs.metrics import MAX_LABEL_LENGTH, ExporterMetrics, SourceLabels
 from exporter.outputs.report import SweepSummary
 from exporter.outputs.verdicts import verdict_json
@@ -51,9 +52,9 @@ from exporter.pipeline.core import LocalRecord, Pipeline
 from exporter.pipeline.messages import check_message
 from exporter.pipeline.outcome import DeadLetter, Mode, Origin, Outcome
 from exporter.records.decode import RecordError, decode_chunk, decode_citations
-from exporter.records.jsonl import InputError
 from exporter.records.limits import DEFAULT_LIMITS, MAX_ID_CHARS, Limits
 from exporter.records.schema import Chunk, ChunkDeletion, Citation
+from exporter.sources.jsonl import JsonLines
 
 settings.register_profile(
     "fuzz",
@@ -675,7 +676,7 @@ def test_the_sweep_gives_every_citation_exactly_one_verdict(
         )
         summary = SweepSummary()
         try:
-            store = load_store(str(chunks_path), summary, limits=policy.limits)
+            store = load_store(JsonLines(str(chunks_path)), summary, limits=policy.limits)
         except InputError as exc:
             assert chunks_damaged, exc
             assert_input_error(exc, chunks_path)
@@ -686,7 +687,7 @@ def test_the_sweep_gives_every_citation_exactly_one_verdict(
         out = io.BytesIO()
         started = time.thread_time()
         try:
-            run_sweep(store, str(citations_path), policy, summary, out=out, jobs=1)
+            run_sweep(store, JsonLines(str(citations_path)), policy, summary, out=out, jobs=1)
         except InputError as exc:
             assert citations_damaged, exc
             assert_input_error(exc, citations_path)

@@ -25,15 +25,16 @@ from exporter.checks.engine import Policy, check_citation
 from exporter.checks.verdict import Status
 from exporter.cli import main
 from exporter.file_sweep import _batches, load_store
+from exporter.files.jsonl import read_lines
 from exporter.outputs.metrics import MAX_LABEL_LENGTH, ExporterMetrics, SourceLabels
 from exporter.outputs.report import SweepSummary
 from exporter.pipeline.core import LocalRecord, Pipeline
 from exporter.pipeline.messages import Origin, check_message
 from exporter.pipeline.replay import SkippedLine, records_of
 from exporter.records.decode import RecordError, decode_chunk, decode_citations
-from exporter.records.jsonl import Oversized, read_lines
-from exporter.records.limits import Limits
+from exporter.records.limits import Limits, Oversized
 from exporter.records.schema import Citation, InvalidCitation
+from exporter.sources.jsonl import JsonLines
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -486,8 +487,8 @@ def test_sweep_batches_are_bounded_in_bytes(tmp_path: Path) -> None:
     path = tmp_path / "big.jsonl"
     line = b'"' + b"x" * 1_000_000 + b'"\n'
     path.write_bytes(line * 20)
-    with path.open("rb") as stream:
-        sizes = [sum(len(item) for _, item in batch) for batch in _batches(stream, 2_000_000)]
+    records = JsonLines(str(path)).records(2_000_000)
+    sizes = [sum(len(item) for _, item in batch) for batch in _batches(records)]
     assert len(sizes) > 1 and max(sizes) <= 5_100_000
 
 
@@ -506,7 +507,7 @@ def test_an_oversized_citation_line_gets_one_invalid_verdict(
 def test_oversized_chunk_lines_are_counted(tmp_path: Path) -> None:
     chunks = _jsonl(tmp_path / "chunks.jsonl", [GOOD_CHUNK, chunk_record("d", 1, "x" * 5000)])
     summary = SweepSummary()
-    store = load_store(str(chunks), summary, limits=Limits(max_message_bytes=1000))
+    store = load_store(JsonLines(str(chunks)), summary, limits=Limits(max_message_bytes=1000))
     assert store.chunk_count == 1 and summary.invalid_chunk_records == 1
     assert "max_message_bytes=1,000" in summary.errors[0]
 
@@ -541,7 +542,7 @@ def test_replay_never_takes_a_citation_with_extra_fields_for_a_chunk(tmp_path: P
         {"chunk_id": "d#9", "deleted": True},
     ]
     path = _jsonl(tmp_path / "events.jsonl", lines)
-    records = list(records_of(str(path), "chunks", "answers", 10_000))
+    records = list(records_of(JsonLines(str(path)), "chunks", "answers", 10_000))
     assert [r.topic for r in records if isinstance(r, LocalRecord)] == [
         "chunks",
         "answers",
@@ -553,7 +554,7 @@ def test_replay_never_takes_a_citation_with_extra_fields_for_a_chunk(tmp_path: P
 def test_replay_accounts_for_a_line_too_long_to_read(tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl"
     path.write_bytes(orjson.dumps(GOOD_CHUNK) + b"\n" + b"z" * 5000 + b"\n")
-    records = list(records_of(str(path), "chunks", "answers", 1000))
+    records = list(records_of(JsonLines(str(path)), "chunks", "answers", 1000))
     assert records[1] == SkippedLine(2, 5000)
 
 

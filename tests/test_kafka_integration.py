@@ -33,6 +33,7 @@ from exporter.file_sweep import load_store, run_sweep
 from exporter.outputs.report import SweepSummary
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
+from exporter.sources.jsonl import JsonLines
 
 pytestmark = pytest.mark.kafka
 
@@ -47,8 +48,8 @@ def _sweep_verdicts(scenario: dict[str, Path]) -> list[dict[str, Any]]:
     summary = SweepSummary()
     out = io.BytesIO()
     run_sweep(
-        load_store(str(scenario["chunks"]), summary),
-        str(scenario["citations"]),
+        load_store(JsonLines(str(scenario["chunks"])), summary),
+        JsonLines(str(scenario["citations"])),
         Policy(),
         summary,
         out=out,

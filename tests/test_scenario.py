@@ -18,6 +18,7 @@ from exporter.records.decode import decode_chunk
 from exporter.records.schema import Chunk
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
+from exporter.sources.jsonl import JsonLines
 
 CONFIGS = {
     "default mix": ScenarioConfig(seed=3, answers=1500, invalid_lines=7),
@@ -63,9 +64,9 @@ def swept(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     config = CONFIGS[request.param]
     paths = write_scenario(build_scenario(config), tmp_path_factory.mktemp("scenario"))
     summary = SweepSummary()
-    store = load_store(str(paths["chunks"]), summary)
+    store = load_store(JsonLines(str(paths["chunks"])), summary)
     out = io.BytesIO()
-    run_sweep(store, str(paths["citations"]), Policy(), summary, out=out)
+    run_sweep(store, JsonLines(str(paths["citations"])), Policy(), summary, out=out)
     verdicts = [orjson.loads(line) for line in out.getvalue().splitlines()]
     live: dict[str, Chunk] = {}
     for record in _jsonl(paths["chunks"]):
@@ -181,7 +182,13 @@ def _sweep_drift(paths: dict[str, Path], *, hints: bool) -> Counter[tuple[str, s
         path.write_bytes(b"\n".join(lines) + b"\n")
     summary = SweepSummary()
     out = io.BytesIO()
-    run_sweep(load_store(str(paths["chunks"]), summary), str(path), Policy(), summary, out=out)
+    run_sweep(
+        load_store(JsonLines(str(paths["chunks"])), summary),
+        JsonLines(str(path)),
+        Policy(),
+        summary,
+        out=out,
+    )
     expected = {e["citation_id"]: e for e in _jsonl(paths["expected"])}
     counts: Counter[tuple[str, str]] = Counter()
     for verdict in map(orjson.loads, out.getvalue().splitlines()):

@@ -34,6 +34,7 @@ from exporter.outputs.report import SweepSummary
 from exporter.records.limits import Limits
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
+from exporter.sources.jsonl import JsonLines
 from exporter.spark import SparkSweep, numbered_lines, sweep, sweep_tables
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -159,9 +160,9 @@ def archive(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def _in_process(paths: dict[str, Path], policy: Policy) -> tuple[list[bytes], SweepSummary]:
     summary = SweepSummary(coverage_judged=False)
-    store = load_store(str(paths["chunks"]), summary, limits=policy.limits)
+    store = load_store(JsonLines(str(paths["chunks"])), summary, limits=policy.limits)
     out = io.BytesIO()
-    run_sweep(store, str(paths["citations"]), policy, summary, out=out)
+    run_sweep(store, JsonLines(str(paths["citations"])), policy, summary, out=out)
     return out.getvalue().splitlines(), summary
 
 

@@ -18,6 +18,7 @@ from exporter.outputs.report import SweepSummary
 from exporter.pipeline.sampling import StratifiedSample
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
+from exporter.sources.jsonl import JsonLines
 
 
 @pytest.fixture(scope="module")
@@ -30,9 +31,9 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def _sweep(scenario: dict[str, Path], jobs: int) -> tuple[bytes, SweepSummary]:
     summary = SweepSummary()
-    store = load_store(str(scenario["chunks"]), summary)
+    store = load_store(JsonLines(str(scenario["chunks"])), summary)
     out = io.BytesIO()
-    run_sweep(store, str(scenario["citations"]), Policy(), summary, out=out, jobs=jobs)
+    run_sweep(store, JsonLines(str(scenario["citations"])), Policy(), summary, out=out, jobs=jobs)
     return out.getvalue(), summary
 
 
@@ -59,11 +60,11 @@ def test_a_dead_worker_fails_the_sweep(
 
 def _sampled(scenario: dict[str, Path], jobs: int, seed: int) -> list[tuple[str, str, str]]:
     summary = SweepSummary()
-    store = load_store(str(scenario["chunks"]), summary)
+    store = load_store(JsonLines(str(scenario["chunks"])), summary)
     sample: StratifiedSample[PackedCandidate] = StratifiedSample(60, seed)
     run_sweep(
         store,
-        str(scenario["citations"]),
+        JsonLines(str(scenario["citations"])),
         Policy(judge_rate=1.0),
         summary,
         jobs=jobs,

@@ -5,13 +5,24 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
+import tempfile
 from datetime import UTC, datetime
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
+import orjson
+
+from exporter.checks.claims import SentenceClassifier
+from exporter.checks.engine import Policy
 from exporter.defaults import comma_separated, ratio_value, similarity_threshold
 from exporter.errors import UsageError
+from exporter.files.jsonl import OutputError, refuse_overwriting_inputs
 from exporter.outputs.gate import Gate
+from exporter.outputs.report import SweepSummary
 from exporter.records.limits import DEFAULT_LIMITS, Limits
+from exporter.simulate.files import write_scenario
+from exporter.simulate.scenario import ScenarioConfig, build_scenario
 
 __all__ = [
     "EXIT_CODES",
@@ -26,10 +37,16 @@ __all__ = [
     "gate_from",
     "limits_from",
     "positive",
+    "print_summary",
     "ratio",
+    "refuse_overwriting",
+    "refuse_unwritable",
     "sweep_gate",
+    "sweep_inputs",
+    "sweep_policy",
     "threshold",
     "topics",
+    "write_summary",
 ]
 
 # Exit codes are a contract: a deploy gate reads 1 as "drift above the gate" and nothing else.
@@ -202,3 +219,119 @@ def available_cpus() -> int:
 
 def topics(text: str) -> frozenset[str]:
     return comma_separated(text)
+
+
+# --- what the sweep's engines share ----------------------------------------------------------
+
+
+def sweep_policy(
+    args: argparse.Namespace,
+    *,
+    coverage: bool,
+    judged: bool,
+    classifier: SentenceClassifier | None = None,
+) -> Policy:
+    """How a sweep judges its citations, from its options: one place for every engine.
+
+    Drifted citations keep their evidence (the report's examples, the verdicts' spans); with
+    ``judged``, every judgeable citation keeps its judge input for the sample to draw from.
+    """
+    chosen = {} if classifier is None else {"classifier": classifier}
+    return Policy(
+        threshold=args.threshold,
+        high_severity_topics=args.high_severity_topics,
+        limits=limits_from(args),
+        coverage=coverage,
+        judge_rate=1.0 if judged else 0.0,
+        keep_evidence=True,
+        **chosen,
+    )
+
+
+def sweep_inputs(
+    args: argparse.Namespace,
+) -> tuple[str, str, tempfile.TemporaryDirectory[str] | None]:
+    if args.example:
+        if args.chunks or args.citations:
+            raise UsageError("--example generates its own inputs; drop --chunks/--citations")
+        workdir = tempfile.TemporaryDirectory(prefix="citation-example-")
+        paths = write_scenario(build_scenario(ScenarioConfig(answers=4000)), Path(workdir.name))
+        print(
+            "example: 4,000 answers over a store where some documents were re-chunked, "
+            "re-extracted, refreshed, silently edited or deleted (in a temporary directory, "
+            "removed afterwards; `citation-exporter simulate --out DIR` writes one to keep)",
+            file=sys.stderr,
+        )
+        return str(paths["chunks"]), str(paths["citations"]), workdir
+    if not args.chunks or not args.citations:
+        raise UsageError("sweep needs --chunks FILE and --citations FILE (or --example)")
+    if args.chunks == "-" and args.citations == "-":
+        raise UsageError("only one of --chunks and --citations can read stdin")
+    return args.chunks, args.citations, None
+
+
+def refuse_overwriting(args: argparse.Namespace, chunks: str, citations: str) -> None:
+    """Outputs must not be inputs, nor each other, nor share standard output."""
+    outputs = [
+        (option, path)
+        for option, path in (
+            ("--out", args.out),
+            ("--coverage-out", args.coverage_out),
+            ("--judge-out", args.judge_out),
+            ("--report", args.report),
+        )
+        if path
+    ]
+    to_stdout = [option for option, path in outputs if path == "-"]
+    if len(to_stdout) > 1:
+        raise UsageError(f"only one of {' and '.join(to_stdout)} can write to standard output")
+    seen: dict[Path, str] = {}
+    try:
+        for option, path in outputs:
+            refuse_overwriting_inputs(path, (chunks, citations), option=option)
+            if path == "-":
+                continue
+            resolved = Path(path).resolve()
+            if resolved in seen:
+                raise UsageError(f"{seen[resolved]} and {option} name the same file")
+            seen[resolved] = option
+    except OSError as exc:
+        raise UsageError(str(exc)) from None
+    if args.report:  # the page is written last: say now that it cannot be
+        refuse_unwritable("--report", args.report, [chunks, citations])
+
+
+def refuse_unwritable(option: str, path: str, inputs: list[str]) -> None:
+    """Say before the work, not after it, that the page cannot be written at ``path``."""
+    if path == "-":
+        return
+    try:
+        refuse_overwriting_inputs(path, inputs, option=option)
+    except (OSError, OutputError) as exc:
+        raise UsageError(str(exc)) from None
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {path}: {folder} is not a folder this user can write in")
+    if os.path.isdir(path):
+        raise UsageError(f"{option} {path}: is a folder")
+
+
+def write_summary(text: str, stream: IO[str]) -> None:
+    try:
+        stream.write(text)
+        stream.flush()
+    except OSError as exc:
+        name = "standard error" if stream is sys.stderr else "standard output"
+        raise UsageError(f"cannot write the summary to {name}: {exc}") from None
+
+
+def print_summary(args: argparse.Namespace, summary: SweepSummary, gate: Gate) -> None:
+    """The summary, on standard output unless a verdict output took it."""
+    to_stdout = "-" in (args.out, args.coverage_out, args.judge_out, args.report)
+    report_to: IO[str] = sys.stderr if to_stdout else sys.stdout
+    if args.format == "json":
+        report = orjson.dumps(summary.to_json(gate)).decode()
+        write_summary(report + "\n", report_to)
+    else:
+        text = summary.render_text(gate)
+        write_summary(text + "\n", report_to)

@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     if args.report:
-        from exporter.cli.report import refuse_unwritable  # noqa: PLC0415 - Jinja2 when asked
+        from exporter.cli.common import refuse_unwritable  # noqa: PLC0415
 
         refuse_unwritable("--report", args.report, [])
     model = _model_judge(settings)

@@ -4,7 +4,6 @@ options ``sweep --report`` shares with it."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any
 
@@ -16,6 +15,14 @@ from exporter.cli.common import (
     add_gate_options,
     gate_from,
     ratio,
+    refuse_unwritable,
+)
+from exporter.files.jsonl import (
+    InputError,
+    OutputError,
+    open_input,
+    open_output,
+    read_lines,
 )
 from exporter.outputs.html_report import AuditAssumptions, render_report
 from exporter.outputs.report import SweepSummary
@@ -25,14 +32,6 @@ from exporter.outputs.verdict_reader import (
     verdict_from_record,
 )
 from exporter.records.decode import InvalidJson, parse_json
-from exporter.records.jsonl import (
-    InputError,
-    OutputError,
-    open_input,
-    open_output,
-    read_lines,
-    refuse_overwriting_inputs,
-)
 from exporter.records.limits import DEFAULT_LIMITS
 
 __all__ = [
@@ -40,7 +39,6 @@ __all__ = [
     "add_report_options",
     "audit_assumptions",
     "read_verdicts",
-    "refuse_unwritable",
     "run",
     "write_report",
 ]
@@ -120,21 +118,6 @@ def audit_assumptions(args: argparse.Namespace) -> AuditAssumptions:
         args.reviewer_catch_rate,
         args.minutes_per_citation,
     )
-
-
-def refuse_unwritable(option: str, path: str, inputs: list[str]) -> None:
-    """Say before the work, not after it, that the page cannot be written at ``path``."""
-    if path == "-":
-        return
-    try:
-        refuse_overwriting_inputs(path, inputs, option=option)
-    except (OSError, OutputError) as exc:
-        raise UsageError(str(exc)) from None
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK):
-        raise UsageError(f"{option} {path}: {folder} is not a folder this user can write in")
-    if os.path.isdir(path):
-        raise UsageError(f"{option} {path}: is a folder")
 
 
 def write_report(

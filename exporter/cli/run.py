@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from exporter.cli.common import EXIT_OK, UsageError
-from exporter.records.jsonl import OutputError, open_output
+from exporter.files.jsonl import OutputError, open_output
 
 EXAMPLES = """\
 examples:
@@ -128,6 +128,7 @@ def _replay_source(args: argparse.Namespace, settings: Any) -> int:
     from exporter.outputs.verdicts import verdict_json  # noqa: PLC0415
     from exporter.pipeline.outcome import Mode, Outcome  # noqa: PLC0415
     from exporter.pipeline.replay import records_of, replay  # noqa: PLC0415
+    from exporter.sources.jsonl import JsonLines  # noqa: PLC0415
 
     exporter = _exporter(OfflineExporter, settings)
     exporter.http.start()
@@ -148,7 +149,7 @@ def _replay_source(args: argparse.Namespace, settings: Any) -> int:
                             out.write(verdict_json(verdict, mode=Mode.INLINE, line=line))
 
             records = records_of(
-                args.source,
+                JsonLines(args.source),
                 settings.chunks_topic,
                 settings.answers_topic,
                 settings.max_message_bytes,

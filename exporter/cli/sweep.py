@@ -5,18 +5,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack, contextmanager, nullcontext
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-import orjson
 from tqdm import tqdm
 
-from exporter.checks.claims import DEFAULT_CLASSIFIER, load_classifier
-from exporter.checks.engine import Policy
+from exporter.checks.claims import DEFAULT_CLASSIFIER, SentenceClassifier, load_classifier
 from exporter.checks.store import ChunkStore
 from exporter.cli.common import (
     EXIT_CODES,
@@ -30,7 +26,11 @@ from exporter.cli.common import (
     dollars,
     limits_from,
     positive,
+    print_summary,
+    refuse_overwriting,
     sweep_gate,
+    sweep_inputs,
+    sweep_policy,
     threshold,
     timestamp,
     topics,
@@ -38,27 +38,23 @@ from exporter.cli.common import (
 from exporter.cli.report import (
     add_report_options,
     audit_assumptions,
-    refuse_unwritable,
     write_report,
 )
 from exporter.defaults import DEFAULT_HIGH_SEVERITY_TOPICS, DEFAULT_THRESHOLD
 from exporter.errors import SettingsError
 from exporter.file_sweep import CoverageOutputError, load_store, run_sweep
+from exporter.files.jsonl import (
+    InputError,
+    OutputError,
+    open_output,
+)
 from exporter.judging import PackedCandidate, SampleJudging, sample_judging
 from exporter.memory import freeze_long_lived
-from exporter.outputs.gate import Gate
 from exporter.outputs.report import SweepSummary
 from exporter.outputs.verdicts import entailment_json
 from exporter.pipeline.sampling import StratifiedSample
-from exporter.records.jsonl import (
-    InputError,
-    OutputError,
-    input_size,
-    open_output,
-    refuse_overwriting_inputs,
-)
-from exporter.simulate.files import write_scenario
-from exporter.simulate.scenario import ScenarioConfig, build_scenario
+from exporter.sources import RecordSource
+from exporter.sources.jsonl import JsonLines
 
 if TYPE_CHECKING:
     from exporter.settings import JudgeSettings
@@ -325,8 +321,8 @@ def _add_judge_options(sweep: Any) -> None:
 
 
 @contextmanager
-def _progress_bar(path: str, enabled: bool) -> Iterator[Callable[[int], None] | None]:
-    size = input_size(path)
+def _progress_bar(source: RecordSource, enabled: bool) -> Iterator[Callable[[int], None] | None]:
+    size = source.size()
     if not enabled or size is None or not sys.stderr.isatty():
         yield None
         return
@@ -336,28 +332,6 @@ def _progress_bar(path: str, enabled: bool) -> Iterator[Callable[[int], None] | 
             bar.update(position - bar.n)
 
         yield update
-
-
-def _sweep_files(
-    args: argparse.Namespace,
-) -> tuple[str, str, tempfile.TemporaryDirectory[str] | None]:
-    if args.example:
-        if args.chunks or args.citations:
-            raise UsageError("--example generates its own inputs; drop --chunks/--citations")
-        workdir = tempfile.TemporaryDirectory(prefix="citation-example-")
-        paths = write_scenario(build_scenario(ScenarioConfig(answers=4000)), Path(workdir.name))
-        print(
-            "example: 4,000 answers over a store where some documents were re-chunked, "
-            "re-extracted, refreshed, silently edited or deleted (in a temporary directory, "
-            "removed afterwards; `citation-exporter simulate --out DIR` writes one to keep)",
-            file=sys.stderr,
-        )
-        return str(paths["chunks"]), str(paths["citations"]), workdir
-    if not args.chunks or not args.citations:
-        raise UsageError("sweep needs --chunks FILE and --citations FILE (or --example)")
-    if args.chunks == "-" and args.citations == "-":
-        raise UsageError("only one of --chunks and --citations can read stdin")
-    return args.chunks, args.citations, None
 
 
 def _judge(
@@ -424,37 +398,6 @@ def _coverage_output(path: str, inputs: tuple[str, str]) -> Iterator[IO[bytes]]:
         raise CoverageOutputError(str(exc)) from None
 
 
-def _refuse_overwriting(args: argparse.Namespace, chunks: str, citations: str) -> None:
-    """Outputs must not be inputs, nor each other, nor share standard output."""
-    outputs = [
-        (option, path)
-        for option, path in (
-            ("--out", args.out),
-            ("--coverage-out", args.coverage_out),
-            ("--judge-out", args.judge_out),
-            ("--report", args.report),
-        )
-        if path
-    ]
-    to_stdout = [option for option, path in outputs if path == "-"]
-    if len(to_stdout) > 1:
-        raise UsageError(f"only one of {' and '.join(to_stdout)} can write to standard output")
-    seen: dict[Path, str] = {}
-    try:
-        for option, path in outputs:
-            refuse_overwriting_inputs(path, (chunks, citations), option=option)
-            if path == "-":
-                continue
-            resolved = Path(path).resolve()
-            if resolved in seen:
-                raise UsageError(f"{seen[resolved]} and {option} name the same file")
-            seen[resolved] = option
-    except OSError as exc:
-        raise UsageError(str(exc)) from None
-    if args.report:  # the page is written last: say now that it cannot be
-        refuse_unwritable("--report", args.report, [chunks, citations])
-
-
 def _jobs(requested: int) -> int:
     """More workers than CPUs only add memory (each holds a batch) and switching."""
     available = available_cpus()
@@ -463,27 +406,6 @@ def _jobs(requested: int) -> int:
             f"sweep: --jobs {requested} capped at the {available} CPUs available", file=sys.stderr
         )
     return min(requested, available)
-
-
-def _write_summary(text: str, stream: IO[str]) -> None:
-    try:
-        stream.write(text)
-        stream.flush()
-    except OSError as exc:
-        name = "standard error" if stream is sys.stderr else "standard output"
-        raise UsageError(f"cannot write the summary to {name}: {exc}") from None
-
-
-def _report(args: argparse.Namespace, summary: SweepSummary, gate: Gate) -> None:
-    """The summary, on standard output unless a verdict output took it."""
-    to_stdout = "-" in (args.out, args.coverage_out, args.judge_out, args.report)
-    report_to: IO[str] = sys.stderr if to_stdout else sys.stdout
-    if args.format == "json":
-        report = orjson.dumps(summary.to_json(gate)).decode()
-        _write_summary(report + "\n", report_to)
-    else:
-        text = summary.render_text(gate)
-        _write_summary(text + "\n", report_to)
 
 
 def _refuse_spark_options(args: argparse.Namespace) -> None:
@@ -507,26 +429,24 @@ def _on_spark(args: argparse.Namespace) -> int:
     return sweep_spark.run(args)
 
 
+def _classifier(spec: str) -> SentenceClassifier:
+    try:
+        return load_classifier(spec)
+    except SettingsError as exc:
+        raise UsageError(f"--coverage-classifier: {exc}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     if args.engine == "spark":
         return _on_spark(args)
     _refuse_spark_options(args)
-    chunks, citations, workdir = _sweep_files(args)
+    chunks, citations, workdir = sweep_inputs(args)
     limits, gate = limits_from(args), sweep_gate(args)
-    try:
-        classifier = load_classifier(args.coverage_classifier)
-    except SettingsError as exc:
-        raise UsageError(f"--coverage-classifier: {exc}") from None
+    classifier = _classifier(args.coverage_classifier)
     # a judge the settings cannot make was refused with them, before the sweep
     judging = sample_judging(_judge_settings(args), args.high_severity_topics, args.seed)
-    policy = Policy(
-        threshold=args.threshold,
-        high_severity_topics=args.high_severity_topics,
-        limits=limits,
-        classifier=classifier,
-        coverage=not args.no_coverage,
-        judge_rate=0.0 if judging is None else 1.0,
-        keep_evidence=True,  # for the report's examples, and the verdicts' evidence
+    policy = sweep_policy(
+        args, coverage=not args.no_coverage, judged=judging is not None, classifier=classifier
     )
     sample: StratifiedSample[PackedCandidate] | None = (
         None if judging is None else StratifiedSample(judging.size, judging.seed)
@@ -542,15 +462,16 @@ def run(args: argparse.Namespace) -> int:
     audit = audit_assumptions(args)  # refused before the sweep, not after it
     summary = SweepSummary(coverage_judged=not args.no_coverage)
     with workdir or nullcontext(), ExitStack() as outputs:
-        _refuse_overwriting(args, chunks, citations)
+        refuse_overwriting(args, chunks, citations)
         judge_out = outputs.enter_context(_judge_output(args.judge_out, (chunks, citations)))
         try:
-            store = load_store(chunks, summary, limits=limits)
+            store = load_store(JsonLines(chunks), summary, limits=limits)
         except InputError as exc:
             raise UsageError(f"cannot read --chunks {exc}") from None
         freeze_long_lived()  # before the workers fork: they share the store, untouched
         try:
             inputs = (chunks, citations)
+            citation_source = JsonLines(citations)
             output = open_output(args.out, inputs) if args.out else nullcontext(None)
             coverage_output = (
                 _coverage_output(args.coverage_out, inputs)
@@ -560,11 +481,11 @@ def run(args: argparse.Namespace) -> int:
             with (
                 output as out,
                 coverage_output as coverage_out,
-                _progress_bar(citations, not args.no_progress) as progress,
+                _progress_bar(citation_source, not args.no_progress) as progress,
             ):
                 run_sweep(
                     store,
-                    citations,
+                    citation_source,
                     policy,
                     summary,
                     out=out,
@@ -601,7 +522,7 @@ def run(args: argparse.Namespace) -> int:
                 gate=gate,
                 assumptions=audit,
             )
-    _report(args, summary, gate)
+    print_summary(args, summary, gate)
     missing = summary.missing_input()
     if missing is not None and not args.allow_empty:
         raise UsageError(f"{missing} (--allow-empty passes a sweep with nothing to judge by)")

@@ -19,10 +19,18 @@ from pyspark.sql import DataFrame, SparkSession
 
 from exporter.checks.claims import DEFAULT_CLASSIFIER
 from exporter.checks.engine import Policy
-from exporter.cli.common import EXIT_GATE_FAILED, EXIT_OK, UsageError, limits_from, sweep_gate
-from exporter.cli.sweep import _refuse_overwriting, _report, _sweep_files
+from exporter.cli.common import (
+    EXIT_GATE_FAILED,
+    EXIT_OK,
+    UsageError,
+    print_summary,
+    refuse_overwriting,
+    sweep_gate,
+    sweep_inputs,
+    sweep_policy,
+)
+from exporter.files.jsonl import InputError, OutputError, open_output
 from exporter.outputs.report import SweepSummary
-from exporter.records.jsonl import InputError, OutputError, open_output
 from exporter.records.limits import bounded
 from exporter.spark import DEFAULT_CITATIONS_PER_TASK, SparkSweep, numbered_lines, sweep
 from exporter.spark.session import spark_session
@@ -138,26 +146,20 @@ def _sweep(
 
 def run(args: argparse.Namespace) -> int:
     _refuse_in_process_options(args)
-    chunks, citations, workdir = _sweep_files(args)
+    chunks, citations, workdir = sweep_inputs(args)
     if "-" in (chunks, citations):
         raise UsageError(
             "--engine spark reads --chunks and --citations as files (any path Spark reads), "
             "not standard input"
         )
-    policy = Policy(
-        threshold=args.threshold,
-        high_severity_topics=args.high_severity_topics,
-        limits=limits_from(args),
-        coverage=False,
-        keep_evidence=True,  # as the in-process sweep writes its verdicts
-    )
+    policy = sweep_policy(args, coverage=False, judged=False)
     with workdir or nullcontext():
-        _refuse_overwriting(args, chunks, citations)
+        refuse_overwriting(args, chunks, citations)
         session = spark_session(args.master or _DEFAULT_MASTER, dict(args.spark_conf))
         with session as spark, _spark_failures():
             summary = _sweep(spark, args, chunks, citations, policy)
     gate = sweep_gate(args)
-    _report(args, summary, gate)
+    print_summary(args, summary, gate)
     missing = summary.missing_input()
     if missing is not None and not args.allow_empty:
         raise UsageError(f"{missing} (--allow-empty passes a sweep with nothing to judge by)")

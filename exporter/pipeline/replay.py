@@ -17,7 +17,8 @@ from exporter.pipeline.core import LocalRecord, Pipeline
 from exporter.pipeline.messages import unread
 from exporter.pipeline.outcome import Origin, Outcome
 from exporter.records.chunk_messages import chunk_message
-from exporter.records.jsonl import InputError, Oversized, open_input, read_lines
+from exporter.records.limits import Oversized
+from exporter.sources import RecordSource
 
 __all__ = ["BATCH", "SkippedLine", "records_of", "replay"]
 
@@ -38,25 +39,21 @@ class SkippedLine:
 
 
 def records_of(
-    path: str, chunks_topic: str, answers_topic: str, max_bytes: int
+    source: RecordSource, chunks_topic: str, answers_topic: str, max_bytes: int
 ) -> Iterator[LocalRecord | SkippedLine]:
-    """Every line of ``path`` as a record of the topic it would have come from.
+    """Every record of ``source`` as a record of the topic it would have come from.
 
-    A line above ``max_bytes`` is not read: it is yielded as a :class:`SkippedLine`.
+    A record above ``max_bytes`` is not read: it is yielded as a :class:`SkippedLine`.
     """
-    with open_input(path) as source:
-        try:
-            for number, line in read_lines(source.stream, max_bytes):
-                if isinstance(line, Oversized):
-                    yield SkippedLine(number, line.size)
-                    continue
-                message = chunk_message(line)
-                if message is not None:
-                    yield LocalRecord(chunks_topic, 0, number, *message)
-                else:
-                    yield LocalRecord(answers_topic, 0, number, None, line)
-        except InputError as exc:
-            raise InputError(f"{path}: {exc}") from None
+    for number, line in source.records(max_bytes):
+        if isinstance(line, Oversized):
+            yield SkippedLine(number, line.size)
+            continue
+        message = chunk_message(line)
+        if message is not None:
+            yield LocalRecord(chunks_topic, 0, number, *message)
+        else:
+            yield LocalRecord(answers_topic, 0, number, None, line)
 
 
 def replay(

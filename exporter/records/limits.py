@@ -19,6 +19,7 @@ __all__ = [
     "MAX_ID_CHARS",
     "MAX_SENTENCES_PER_ANSWER",
     "Limits",
+    "Oversized",
     "bounded",
     "failure",
     "preview",
@@ -118,3 +119,15 @@ def bounded(message: str, limit: int = MAX_ERROR_CHARS) -> str:
 def failure(doing: str, exc: BaseException) -> str:
     """The error of an input whose handling raised (a bug): short, and naming the exception."""
     return bounded(f"{doing} failed: {type(exc).__name__}: {preview(str(exc))}")
+
+
+@dataclass(frozen=True, slots=True)
+class Oversized:
+    """A line longer than the limit: skipped, and accounted for by its size."""
+
+    size: int
+
+    def describe(self, limit: int | None = None) -> str:
+        """The error of the line, for its verdict or its report."""
+        named = "max_message_bytes" if limit is None else f"max_message_bytes={limit:,}"
+        return f"line of {self.size:,} bytes is longer than {named}; not read"

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from exporter.records.jsonl import open_output
+from exporter.files.jsonl import open_output
 from exporter.simulate.scenario import Scenario
 
 __all__ = ["SCENARIO_FILES", "write_scenario"]

@@ -15,7 +15,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as sf
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from exporter.records.jsonl import InputError
+from exporter.files.jsonl import InputError
 
 __all__ = ["numbered_lines", "table_records"]
 

@@ -31,8 +31,7 @@ from exporter.records.decode import (
     decode_citations,
     parse_json,
 )
-from exporter.records.jsonl import Oversized
-from exporter.records.limits import Limits, failure
+from exporter.records.limits import Limits, Oversized, failure
 from exporter.records.schema import Chunk, ChunkDeletion, Citation, InvalidCitation
 
 __all__ = [

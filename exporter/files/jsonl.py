@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from typing import IO
 
 from exporter.errors import InputError, OutputError
+from exporter.records.limits import Oversized
 
 __all__ = [
     "Input",
     "InputError",
     "OutputError",
-    "Oversized",
     "input_size",
     "open_input",
     "open_output",
@@ -41,18 +41,6 @@ __all__ = [
 # Read size while skipping the rest of an oversized line.
 _SKIP_CHUNK = 1 << 16
 _GZIP_MAGIC = b"\x1f\x8b"
-
-
-@dataclass(frozen=True, slots=True)
-class Oversized:
-    """A line longer than the limit: skipped, and accounted for by its size."""
-
-    size: int
-
-    def describe(self, limit: int | None = None) -> str:
-        """The error of the line, for its verdict or its report."""
-        named = "max_message_bytes" if limit is None else f"max_message_bytes={limit:,}"
-        return f"line of {self.size:,} bytes is longer than {named}; not read"
 
 
 def input_size(path: str) -> int | None:
