@@ -27,12 +27,12 @@ from exporter.checks.engine import Policy
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status
 from exporter.files.jsonl import OutputError
-from exporter.judging import Drawing, PackedCandidate
-from exporter.outputs.report import SweepSummary
 from exporter.outputs.verdicts import verdict_json
-from exporter.pipeline.messages import check_message, unread
-from exporter.pipeline.outcome import Mode, Origin
+from exporter.pipeline.drawing import Drawing, PackedCandidate
+from exporter.pipeline.outcome import Origin
 from exporter.pipeline.sampling import StratifiedSample, Stratum
+from exporter.pipeline.summary import SweepSummary
+from exporter.pipeline.sweep import SweepBatch, SweepStep
 from exporter.records.decode import RecordError, decode_chunk, parse_json
 from exporter.records.limits import DEFAULT_LIMITS, Limits, Oversized, failure
 from exporter.sources import ChunkSource, CitationSource, RawRecord
@@ -66,10 +66,8 @@ def load_store(
                 store.apply(decode_chunk(parse_json(line), limits))
             except Exception as exc:  # one record never stops the load
                 message = str(exc) if isinstance(exc, RecordError) else failure("reading", exc)
-                summary.invalid_chunk_records += 1
-                summary.note_error(f"{source.where(number)}: {message}")
-    summary.chunks_loaded = store.chunk_count
-    summary.documents_loaded = store.document_count
+                summary.invalid_chunks(1, [f"{source.where(number)}: {message}"])
+    summary.store_loaded(store.chunk_count, store.document_count)
     return store
 
 
@@ -88,52 +86,43 @@ class _Job:
 
 
 _job: _Job | None = None
-_drawing: Drawing | None = None  # this process's part of drawing the judge's sample
+_step: SweepStep | None = None  # this process's step, with its part of drawing the sample
 
 
 @dataclass(frozen=True, slots=True)
 class _Checked:
-    """What one batch came to: JSONL of verdicts and of coverage verdicts, a partial summary."""
+    """What one batch came to: JSONL of verdicts and of coverage verdicts, and its part of the
+    summary and of the sample."""
 
     verdicts: bytes
     coverage: bytes
-    summary: SweepSummary
-    # when sampling: judgeable citations per stratum, and those worth offering to the sample
-    counts: dict[Stratum, int]
-    candidates: list[tuple[Stratum, int, str, PackedCandidate]]
+    batch: SweepBatch
 
 
 def _set_job(job: _Job) -> None:
-    global _job, _drawing  # noqa: PLW0603 - the per-process job of a worker, set once at start
+    global _job, _step  # noqa: PLW0603 - the per-process job of a worker, set once at start
     _job = job
-    _drawing = None if job.now is None else Drawing(job.now, job.seed, job.capacity)
+    drawing = None if job.now is None else Drawing(job.now, job.seed, job.capacity)
+    _step = SweepStep(job.store, job.policy, drawing)
 
 
 def _check_batch(
     lines: list[tuple[int, bytes | Oversized]], thresholds: dict[Stratum, int] | None = None
 ) -> _Checked:
     """Check the citations of some input lines: their verdicts and coverage verdicts as JSONL,
-    and a partial summary.
+    and the batch's part of the summary and of the sample.
 
-    Each line goes through the pipeline's own :func:`check_message`, as a Kafka message does,
-    and into the summary as the replay and the sweeps over the answer topic add theirs.
+    Each line goes through the sweep's own step (:class:`~exporter.pipeline.sweep.SweepStep`),
+    as a record of the answer topic does in the sweeps over it.
     """
-    job = _job
-    assert job is not None
-    store, policy, source = job.store, job.policy, job.source
-    limits = policy.limits
-    summary = SweepSummary()
+    job, step = _job, _step
+    assert job is not None and step is not None
+    source = job.source
+    batch = SweepBatch(thresholds or {})
     verdicts: list[bytes] = []
     coverage: list[bytes] = []
-    counts: dict[Stratum, int] = {}
-    candidates: list[tuple[Stratum, int, str, PackedCandidate]] = []
     for number, line in lines:
-        origin = Origin(source.name, 0, number)
-        if isinstance(line, Oversized):
-            outcome = unread(origin, line.describe(limits.max_message_bytes), Mode.SWEEP)
-        else:
-            outcome = check_message(line, None, origin, store=store, policy=policy, mode=Mode.SWEEP)
-        summary.add_outcome(outcome, source.where(number))
+        outcome = step.record(batch, line, Origin(source.name, 0, number), source.where(number))
         if job.write_verdicts:
             for checked in outcome.checked:
                 verdict = checked.verdict
@@ -141,9 +130,7 @@ def _check_batch(
                 verdicts.append(verdict_json(verdict, checked.evidence, line=number, index=index))
         if job.write_coverage and outcome.coverage is not None:
             coverage.append(verdict_json(outcome.coverage, line=number))
-        if _drawing is not None:
-            _drawing.add(outcome.checked, number, thresholds or {}, counts, candidates)
-    return _Checked(b"".join(verdicts), b"".join(coverage), summary, counts, candidates)
+    return _Checked(b"".join(verdicts), b"".join(coverage), batch)
 
 
 _Batch = list[tuple[int, bytes | Oversized]]
@@ -258,10 +245,10 @@ def run_sweep(
                 _write(out, checked.verdicts, "verdicts")
             if coverage_out is not None:
                 _write(coverage_out, checked.coverage, "coverage verdicts", CoverageOutputError)
-            summary.merge(checked.summary)
+            summary.merge(checked.batch.summary)
             if sample is not None:
-                sample.add(checked.counts, checked.candidates)
+                sample.add(checked.batch.counts, checked.batch.candidates)
             if progress is not None:
                 progress(citations.consumed() or 0)
-    summary.elapsed_seconds += time.perf_counter() - started
+    summary.took(time.perf_counter() - started)
     return summary

@@ -23,7 +23,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
@@ -36,6 +36,16 @@ from pydantic_settings import (
 
 from exporter.checks.claims import DEFAULT_CLASSIFIER, SentenceClassifier, load_classifier
 from exporter.checks.engine import Policy
+from exporter.config.kafka import (
+    OWN_KAFKA_OPTIONS,
+    KafkaOptionValue,
+    aiokafka_options,
+    json_object,
+    kafka_option_problem,
+    read_token,
+    tls_context,
+)
+from exporter.config.web import load_web_config
 from exporter.defaults import (
     DEFAULT_HIGH_SEVERITY_TOPICS,
     DEFAULT_METRICS_PORT,
@@ -45,15 +55,6 @@ from exporter.defaults import (
     similarity_threshold,
 )
 from exporter.errors import SettingsError
-from exporter.kafka.options import (
-    OWN_KAFKA_OPTIONS,
-    KafkaOptionValue,
-    aiokafka_options,
-    json_object,
-    kafka_option_problem,
-    read_token,
-    tls_context,
-)
 from exporter.records.limits import DEFAULT_LIMITS, MAX_SENTENCES_PER_ANSWER, Limits
 from exporter.small_files import (
     UnusableFile,
@@ -62,7 +63,9 @@ from exporter.small_files import (
     read_small_file,
     shown,
 )
-from exporter.web.config import load_web_config
+
+if TYPE_CHECKING:
+    from exporter.config.judge import OpenAIJudgeConfig
 
 __all__ = [
     "ENV_PREFIX",
@@ -167,10 +170,8 @@ class JudgeSettings(BaseSettings):
             ]
             if missing:
                 raise ValueError(f"judge openai needs {' and '.join(missing)}")
-            from exporter.judge.openai import OpenAIJudgeConfig  # noqa: PLC0415 - httpx
-
             try:
-                OpenAIJudgeConfig.from_settings(self)
+                judge_config(self)
             except SettingsError as exc:
                 raise ValueError(str(exc)) from None
         return self
@@ -246,7 +247,7 @@ class Settings(JudgeSettings):
     # metrics endpoint
     metrics_host: str = "0.0.0.0"  # an exporter is scraped from other hosts
     metrics_port: int = Field(DEFAULT_METRICS_PORT, ge=0, le=65535)
-    web_config_file: Path | None = None  # TLS and basic auth, see exporter.web.config
+    web_config_file: Path | None = None  # TLS and basic auth, see exporter.config.web
 
     @field_validator("threshold")
     @classmethod
@@ -566,3 +567,25 @@ def load_judge_settings(
         return JudgeSettings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
         raise SettingsError(_describe(exc, overrides, None, JudgeSettings, flags)) from None
+
+
+def judge_config(settings: JudgeSettings) -> OpenAIJudgeConfig | None:
+    """The model judge the settings configure; None when they name the lexical judge."""
+    from exporter.config.judge import OpenAIJudgeConfig  # noqa: PLC0415 - httpx, when asked
+
+    if settings.judge != "openai":
+        return None
+    if settings.judge_base_url is None or settings.judge_model is None:
+        raise SettingsError("judge openai needs judge_base_url and judge_model")
+    key = settings.judge_api_key
+    return OpenAIJudgeConfig(
+        base_url=settings.judge_base_url,
+        model=settings.judge_model,
+        api_key=None if key is None else key.get_secret_value(),
+        timeout_seconds=settings.judge_timeout_seconds,
+        concurrency=settings.judge_concurrency,
+        price_input_per_1k=settings.judge_price_input_per_1k,
+        price_output_per_1k=settings.judge_price_output_per_1k,
+        max_retries=settings.judge_max_retries,
+        max_tokens=settings.judge_max_tokens,
+    )

@@ -29,7 +29,7 @@ import orjson
 from exporter.checks.engine import Policy
 from exporter.checks.normalize import fold
 from exporter.file_sweep import load_store, run_sweep
-from exporter.outputs.report import SweepSummary
+from exporter.pipeline.summary import SweepSummary
 from exporter.records.fingerprint import document_fingerprint
 from exporter.sources.jsonl import JsonLines
 

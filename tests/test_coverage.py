@@ -25,13 +25,14 @@ from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status
 from exporter.cli import main
 from exporter.file_sweep import load_store, run_sweep
-from exporter.outputs.gate import Gate
 from exporter.outputs.metrics import ExporterMetrics, SourceLabels
-from exporter.outputs.report import SweepSummary
+from exporter.outputs.report import coverage_json, coverage_lines, summary_json, summary_text
 from exporter.outputs.verdicts import verdict_json, verdict_key
 from exporter.pipeline.core import LocalRecord, Pipeline
+from exporter.pipeline.gate import Gate
 from exporter.pipeline.messages import check_message
 from exporter.pipeline.outcome import Mode, Origin, Outcome
+from exporter.pipeline.summary import SweepSummary
 from exporter.records.decode import decode_chunk
 from exporter.records.limits import MAX_ID_CHARS, MAX_SENTENCES_PER_ANSWER, Limits
 from exporter.settings import SettingsError, load_settings
@@ -140,9 +141,9 @@ def test_claims_of_an_answer_whose_citations_were_all_unreadable_are_unjudged() 
     summary.add_outcome(outcome, "answers.jsonl:1")
     assert summary.coverage.uncited == 0 and summary.coverage.unjudged == 3
     assert summary.coverage.uncited_ratio == 0.0
-    report = summary.coverage.to_json()
+    report = coverage_json(summary.coverage)
     assert report["unjudged"] == 3 and report["answers_with_unreadable_citations"] == 1
-    text = "\n".join(summary.coverage.render_lines())
+    text = "\n".join(coverage_lines(summary.coverage))
     assert "not judged" in text and "3 claims in 1 answer whose citations could not be read" in text
 
 
@@ -574,7 +575,7 @@ def test_the_summary_adds_up_coverage_and_keeps_the_error() -> None:
         _answer([3], _citation(1, 0)),
     ):
         summary.add_outcome(_check(value, mode=Mode.SWEEP), "answers.jsonl:1")
-    report = summary.to_json(Gate())["coverage"]
+    report = summary_json(summary, Gate())["coverage"]
     assert report == {
         "answers": 3,
         "claims": 3 + 1 + 1,
@@ -593,7 +594,7 @@ def test_the_summary_adds_up_coverage_and_keeps_the_error() -> None:
     assert summary.errors == [
         "answers.jsonl:1 sentences: 'sentences' must be a list of strings, but item #0 is int"
     ]
-    text = summary.render_text(Gate())
+    text = summary_text(summary, Gate())
     assert "coverage: 3 answers judged; 5 claims, 3 framing" in text
     assert "uncited ratio      60.00%   3 claims without a citation, in 2 answers" in text
     assert "uncited by topic: billing 2, legal 1" in text
@@ -616,13 +617,15 @@ def test_the_text_summary_shows_hostile_topics_on_one_short_line() -> None:
     for number, topic in enumerate(hostile):
         value = _answer(["An uncited claim."], topic=topic)
         summary.add_outcome(_check(value), f"answers.jsonl:{number}")
-    rendered = "\n".join(summary.coverage.render_lines())
+    rendered = "\n".join(coverage_lines(summary.coverage))
     topics_line = next(line for line in rendered.splitlines() if "uncited by topic" in line)
     assert "FAKE LINE" in topics_line and "red" in topics_line and "ok 1" in topics_line
     assert all(c.isprintable() for c in topics_line)
     assert len(topics_line) < 5 * 80
     # the JSON keeps the topics as they are (orjson escapes what it must)
-    assert {row["topic"] for row in summary.coverage.to_json()["uncited_by_topic"]} == set(hostile)
+    assert {row["topic"] for row in coverage_json(summary.coverage)["uncited_by_topic"]} == set(
+        hostile
+    )
 
 
 def _write(path: Path, records: list[Any]) -> Path:

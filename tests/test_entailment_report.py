@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from exporter.checks.entailment import EntailmentResult, Judgement
-from exporter.outputs.entailment_report import EntailmentSummary
+from exporter.outputs.entailment_report import entailment_json, entailment_lines
+from exporter.pipeline.entailment_summary import EntailmentSummary
 from exporter.pipeline.sampling import Stratum
 
 EXACT, CONDITIONAL = Stratum("under_7d", "exact"), Stratum("under_7d", "conditional")
@@ -34,7 +35,9 @@ def test_the_whole_archive_judged_by_the_model_is_the_issue_s_six_hours_and_72_d
         "hours": pytest.approx(6.0),
         "usd": pytest.approx(72.0),
     }
-    assert "180,000 calls, 6.0 hours at concurrency 1, $72.00" in "\n".join(summary.render_lines())
+    assert "180,000 calls, 6.0 hours at concurrency 1, $72.00" in "\n".join(
+        entailment_lines(summary)
+    )
 
 
 def test_the_projection_asks_the_model_the_share_the_sample_did_and_concurrency_divides_time() -> (
@@ -46,8 +49,8 @@ def test_the_projection_asks_the_model_the_share_the_sample_did_and_concurrency_
         "hours": pytest.approx(45_000 * 0.12 / 4 / 3600),
         "usd": pytest.approx(18.0),
     }
-    assert "45,000 calls, 22 min at concurrency 4, $18.00" in "\n".join(summary.render_lines())
-    document = summary.to_json()
+    assert "45,000 calls, 22 min at concurrency 4, $18.00" in "\n".join(entailment_lines(summary))
+    document = entailment_json(summary)
     assert document["whole_archive"] == {"calls": 45_000, "hours": 0.375, "usd": 18.0}
     assert document["calls"] == 500 and document["cost_usd"] == pytest.approx(0.2)
     assert document["tokens"] == {"prompt": 90_000, "completion": 1_000}
@@ -56,7 +59,7 @@ def test_the_projection_asks_the_model_the_share_the_sample_did_and_concurrency_
 def test_no_call_no_projection() -> None:
     summary = _summary(concurrency=4, asked_share=0.0)
     assert summary.projection() == {"calls": 0, "hours": 0.0, "usd": 0.0}
-    assert not any("whole archive" in line for line in summary.render_lines())
+    assert not any("whole archive" in line for line in entailment_lines(summary))
 
 
 def test_skipped_citations_say_why() -> None:
@@ -64,5 +67,5 @@ def test_skipped_citations_say_why() -> None:
     for number in range(7):
         reason = "budget" if number < 5 else "evidence gone"
         summary.add(EXACT, Judgement(EntailmentResult.SKIPPED, "openai", reason), False)
-    assert summary.to_json()["skipped_because"] == {"budget": 5, "evidence gone": 2}
-    assert "    skipped: budget 5, evidence gone 2" in summary.render_lines()
+    assert entailment_json(summary)["skipped_because"] == {"budget": 5, "evidence gone": 2}
+    assert "    skipped: budget 5, evidence gone 2" in entailment_lines(summary)

@@ -46,11 +46,11 @@ from exporter.cli import main
 from exporter.file_sweep import load_store, run_sweep
 from exporter.files.jsonl import InputError
 from exporter.outputs.metrics import MAX_LABEL_LENGTH, ExporterMetrics, SourceLabels
-from exporter.outputs.report import SweepSummary
 from exporter.outputs.verdicts import verdict_json
 from exporter.pipeline.core import LocalRecord, Pipeline
 from exporter.pipeline.messages import check_message
 from exporter.pipeline.outcome import DeadLetter, Mode, Origin, Outcome
+from exporter.pipeline.summary import SweepSummary
 from exporter.records.decode import RecordError, decode_chunk, decode_citations
 from exporter.records.limits import DEFAULT_LIMITS, MAX_ID_CHARS, Limits
 from exporter.records.schema import Chunk, ChunkDeletion, Citation

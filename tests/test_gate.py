@@ -13,8 +13,9 @@ from conftest import sweep_json
 from test_html_report import Page
 
 from exporter.cli import main
-from exporter.outputs.gate import Gate
-from exporter.outputs.report import SweepSummary
+from exporter.outputs.report import summary_text
+from exporter.pipeline.gate import Gate
+from exporter.pipeline.summary import SweepSummary
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
 
@@ -157,4 +158,4 @@ def test_allow_empty_passes_a_sweep_of_an_empty_store_whose_documents_are_all_mi
     summary.statuses.update({"document_missing": 10})
     assert summary.judge(Gate(allow_empty=True)).passed
     assert not summary.judge(Gate(allow_empty=False)).passed
-    assert "not gated (no chunk was loaded" in summary.render_text(Gate(allow_empty=True))
+    assert "not gated (no chunk was loaded" in summary_text(summary, Gate(allow_empty=True))

@@ -15,6 +15,7 @@ import orjson
 from conftest import chunk_record, store_of, until
 from fake_kafka import FakeBroker, FakeConsumer, FakeProducer
 from prometheus_client import CollectorRegistry
+from sweep_watch import WatchedStep
 
 from exporter.checks.engine import Policy
 from exporter.checks.lexical import LexicalJudge
@@ -29,7 +30,9 @@ from exporter.kafka.sweep_progress import (
 )
 from exporter.outputs.metrics import ExporterMetrics, SourceLabels
 from exporter.pipeline.core import Pipeline, Record
-from exporter.pipeline.outcome import Mode, Outcome
+from exporter.pipeline.drawing import Drawing
+from exporter.pipeline.outcome import Origin
+from exporter.pipeline.sweep import SweepStep
 
 ANSWERS, VERDICTS, DLQ, PROGRESS = "answers", "verdicts", "dlq", "sweeps"
 TEXT = "The refund window is thirty days."
@@ -43,14 +46,15 @@ class CountingPipeline(Pipeline):
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.swept: list[tuple[int, int]] = []
-        self.on_sweep: Callable[[Record], None] | None = None
+        self.on_sweep: Callable[[Origin], None] | None = None
 
-    def answer(self, record: Record, mode: Mode = Mode.INLINE) -> Outcome:
-        if mode is Mode.SWEEP:
-            self.swept.append((record.partition, record.offset))
-            if self.on_sweep is not None:
-                self.on_sweep(record)
-        return super().answer(record, mode)
+    def sweep_step(self, drawing: Drawing | None = None) -> SweepStep:
+        return WatchedStep(super().sweep_step(drawing), self._swept)
+
+    def _swept(self, record: Origin) -> None:
+        self.swept.append((record.partition, record.offset))
+        if self.on_sweep is not None:
+            self.on_sweep(record)
 
 
 def _broker(answers: int) -> FakeBroker:

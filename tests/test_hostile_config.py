@@ -27,10 +27,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tls_support import openssl_certificate
 
+from exporter.config.web import WebConfig, load_web_config
 from exporter.errors import SettingsError
 from exporter.settings import load_settings
 from exporter.web.auth import BasicAuth
-from exporter.web.config import WebConfig, load_web_config
 from mixin.config import DEFAULT, ConfigError, load_config
 from mixin.files import generated_files
 
@@ -82,7 +82,7 @@ LOAD_WEB_CONFIG = """
 import sys
 from pathlib import Path
 from exporter.errors import SettingsError
-from exporter.web.config import load_web_config
+from exporter.config.web import load_web_config
 try:
     load_web_config(Path(sys.argv[-1] if len(sys.argv) > 1 else {path!r}))
 except SettingsError as exc:

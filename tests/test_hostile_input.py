@@ -27,10 +27,10 @@ from exporter.cli import main
 from exporter.file_sweep import _batches, load_store
 from exporter.files.jsonl import read_lines
 from exporter.outputs.metrics import MAX_LABEL_LENGTH, ExporterMetrics, SourceLabels
-from exporter.outputs.report import SweepSummary
 from exporter.pipeline.core import LocalRecord, Pipeline
 from exporter.pipeline.messages import Origin, check_message
 from exporter.pipeline.replay import SkippedLine, records_of
+from exporter.pipeline.summary import SweepSummary
 from exporter.records.decode import RecordError, decode_chunk, decode_citations
 from exporter.records.limits import Limits, Oversized
 from exporter.records.schema import Citation, InvalidCitation

@@ -19,8 +19,9 @@ from exporter.checks.entailment import CLAIM_CHARS_KEPT, EntailmentResult, Judge
 from exporter.checks.lexical import LexicalJudge
 from exporter.checks.verdict import Action, Status, Verdict
 from exporter.cli import main
-from exporter.judging import Candidate, judge_sample_async
-from exporter.outputs.entailment_report import EntailmentSummary
+from exporter.judging import judge_sample_async
+from exporter.pipeline.drawing import Candidate
+from exporter.pipeline.entailment_summary import EntailmentSummary
 from exporter.pipeline.messages import check_message
 from exporter.pipeline.outcome import JudgeInput, Mode, Origin, evidence_crc
 from exporter.pipeline.sampling import STRATA

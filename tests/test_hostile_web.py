@@ -27,9 +27,9 @@ from prometheus_client import CollectorRegistry, Counter
 from tls_support import openssl_certificate
 
 import exporter.web.server
+from exporter.config.web import TlsServerConfig, WebConfig
 from exporter.web.app import make_app
 from exporter.web.auth import BasicAuth
-from exporter.web.config import TlsServerConfig, WebConfig
 from exporter.web.health import Health
 from exporter.web.server import MetricsServer
 

@@ -23,17 +23,17 @@ from exporter.checks.evidence import Evidence
 from exporter.checks.verdict import Action, Repair, Status, Verdict
 from exporter.cli import main
 from exporter.cli.report import read_verdicts
-from exporter.outputs.gate import Gate
 from exporter.outputs.html_report import AuditAssumptions, explain_cluster, report_view
-from exporter.outputs.report import SweepSummary
-from exporter.outputs.report_details import (
+from exporter.outputs.shift_chart import chart_bars, shift_chart_svg
+from exporter.outputs.verdict_reader import JudgedRecords, verdict_from_record
+from exporter.pipeline.details import (
     EXAMPLES_PER_GROUP,
     MAX_SOURCES,
     MAX_SUPERSEDED_DOCUMENTS,
 )
-from exporter.outputs.shift_chart import chart_bars, shift_chart_svg
-from exporter.outputs.shifts import ShiftCluster, histogram, shift_clusters
-from exporter.outputs.verdict_reader import JudgedRecords, verdict_from_record
+from exporter.pipeline.gate import Gate
+from exporter.pipeline.shifts import ShiftCluster, histogram, shift_clusters
+from exporter.pipeline.summary import SweepSummary
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
 

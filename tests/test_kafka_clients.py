@@ -28,6 +28,7 @@ from aiokafka.errors import (
 from kafka_support import unsecured_jwt
 from pydantic import SecretStr
 
+from exporter.config.kafka import OWN_KAFKA_OPTIONS
 from exporter.kafka import clients
 from exporter.kafka.clients import (
     TokenFile,
@@ -38,7 +39,6 @@ from exporter.kafka.clients import (
     topic_partitions,
 )
 from exporter.kafka.diagnose import TokenRejectedError, explain
-from exporter.kafka.options import OWN_KAFKA_OPTIONS
 from exporter.kafka.publish import CONNECT_STAGES, Publisher
 from exporter.pipeline.outcome import DeadLetter, Origin
 from exporter.records.schema import InvalidCitation

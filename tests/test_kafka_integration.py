@@ -30,7 +30,7 @@ from kafka_support import (
 from exporter.checks.engine import Policy
 from exporter.cli import main
 from exporter.file_sweep import load_store, run_sweep
-from exporter.outputs.report import SweepSummary
+from exporter.pipeline.summary import SweepSummary
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
 from exporter.sources.jsonl import JsonLines

@@ -21,6 +21,7 @@ from aiokafka.errors import KafkaError
 from conftest import chunk_record, store_of, until
 from fake_kafka import FakeBroker, FakeConsumer, FakeProducer
 from prometheus_client import CollectorRegistry
+from sweep_watch import WatchedStep, watching
 
 from exporter.checks.engine import Policy
 from exporter.checks.entailment import EntailmentResult, Judgement
@@ -36,7 +37,9 @@ from exporter.kafka.publish import Publisher
 from exporter.kafka.topic_sweep import SweepRunner
 from exporter.outputs.metrics import ExporterMetrics, SourceLabels
 from exporter.pipeline.core import Pipeline, Record
-from exporter.pipeline.outcome import Mode, Outcome
+from exporter.pipeline.drawing import Drawing
+from exporter.pipeline.outcome import Origin, Outcome
+from exporter.pipeline.sweep import SweepStep
 from exporter.records.decode import decode_chunk
 from exporter.records.schema import ChunkDeletion
 from exporter.settings import Settings
@@ -84,12 +87,14 @@ def _total(registry: CollectorRegistry, name: str, **labels: str) -> float:
 class WatchedPipeline(Pipeline):
     """The real pipeline; ``on_sweep`` is called with each message a sweep is about to check."""
 
-    on_sweep: Callable[[Record], None] | None = None
+    on_sweep: Callable[[Origin], None] | None = None
 
-    def answer(self, record: Record, mode: Mode = Mode.INLINE) -> Outcome:
-        if mode is Mode.SWEEP and self.on_sweep is not None:
+    def sweep_step(self, drawing: Drawing | None = None) -> SweepStep:
+        return WatchedStep(super().sweep_step(drawing), self._swept)
+
+    def _swept(self, record: Origin) -> None:
+        if self.on_sweep is not None:
             self.on_sweep(record)
-        return super().answer(record, mode)
 
 
 class HeldConsumer(FakeConsumer):
@@ -522,18 +527,17 @@ def test_a_sample_whose_evidence_changed_after_its_check_is_not_judged_on_the_ne
         citation["claim"] = "You have thirty days to ask for a refund."
         answer = {"answer_id": f"a{i}", "topic": "pricing", "citations": [citation]}
         rig.broker.append(ANSWERS, orjson.dumps(answer), partition=0)
-    checked = rig.pipeline.answer
 
-    def then_the_chunk_changes(record: Record, mode: Mode = Mode.INLINE) -> Outcome:
-        outcome = checked(record, mode)
+    def then_the_chunk_changes(record: Origin, _: Outcome) -> None:
         if record.offset == 3:  # the last answer is checked: the sample is drawn
             new = chunk_record("d", 0, "The refund window is ninety days.", doc_version="v2")
             rig.pipeline.store.apply(
                 ChunkDeletion("d#0") if change == "deleted" else decode_chunk(new)
             )
-        return outcome
 
-    rig.pipeline.answer = then_the_chunk_changes  # type: ignore[method-assign]
+    rig.pipeline.sweep_step = watching(  # type: ignore[method-assign]
+        rig.pipeline.sweep_step, after=then_the_chunk_changes
+    )
     model = CountingModel()
     judging = SampleJudging(100, LexicalJudge(), lambda: model, frozenset({"pricing"}))
     _sweep(rig.sweeps(judging=judging))
@@ -547,14 +551,9 @@ def test_a_sample_whose_evidence_changed_after_its_check_is_not_judged_on_the_ne
 def test_a_sweep_without_judging_keeps_no_claims() -> None:
     rig = Rig()
     seen: list[Outcome] = []
-    original = rig.pipeline.answer
-
-    def answer(record: Record, mode: Mode = Mode.INLINE) -> Outcome:
-        outcome = original(record, mode)
-        seen.append(outcome)
-        return outcome
-
-    rig.pipeline.answer = answer  # type: ignore[method-assign]
+    rig.pipeline.sweep_step = watching(  # type: ignore[method-assign]
+        rig.pipeline.sweep_step, after=lambda _, outcome: seen.append(outcome)
+    )
     _archive(rig)
     _sweep(rig.sweeps())
     assert seen and all(item.judge_input is None for o in seen for item in o.checked)

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections import Counter
 
 from exporter.checks.verdict import Action, Repair, Status, Verdict
-from exporter.outputs.gate import Gate
-from exporter.outputs.report import SweepSummary, shift_clusters
+from exporter.outputs.report import summary_json, summary_text
+from exporter.pipeline.gate import Gate
+from exporter.pipeline.shifts import shift_clusters
+from exporter.pipeline.summary import SweepSummary
 
 
 def _repaired(shift: int | None) -> Verdict:
@@ -50,7 +52,7 @@ def test_summary_keeps_drift_and_superseded_apart() -> None:
     assert summary.drift_ratio == 3 / 99
     assert summary.superseded_ratio == 1 / 99
     assert not summary.passed(Gate()) and summary.passed(Gate(drift_above=0.05))
-    text = summary.render_text(Gate())
+    text = summary_text(summary, Gate())
     assert "drift ratio         3.03%" in text
     assert "superseded ratio    1.01%" in text
     assert "-> FAIL" in text
@@ -72,7 +74,7 @@ def test_merge_adds_partial_summaries() -> None:
 def test_empty_sweep_reports_zero_ratios() -> None:
     summary = SweepSummary()
     assert summary.drift_ratio == 0.0 and summary.passed(Gate(drift_above=0.0, missing_above=0.0))
-    assert summary.to_json(Gate())["citations"] == 0
-    assert "no chunk was loaded" in summary.render_text(Gate())
+    assert summary_json(summary, Gate())["citations"] == 0
+    assert "no chunk was loaded" in summary_text(summary, Gate())
     summary.chunks_loaded = 10
-    assert "no valid citations were read" in summary.render_text(Gate())
+    assert "no valid citations were read" in summary_text(summary, Gate())

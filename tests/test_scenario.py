@@ -13,7 +13,7 @@ import pytest
 from exporter.checks.compare import FoldedQuote, text_matches
 from exporter.checks.engine import Policy
 from exporter.file_sweep import load_store, run_sweep
-from exporter.outputs.report import SweepSummary
+from exporter.pipeline.summary import SweepSummary
 from exporter.records.decode import decode_chunk
 from exporter.records.schema import Chunk
 from exporter.simulate.files import write_scenario

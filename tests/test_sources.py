@@ -17,7 +17,7 @@ import pytest
 from exporter.checks.engine import Policy
 from exporter.errors import InputError
 from exporter.file_sweep import load_store, run_sweep
-from exporter.outputs.report import SweepSummary
+from exporter.pipeline.summary import SweepSummary
 from exporter.records.limits import Oversized
 from exporter.sources import ChunkSource, CitationSource, RawRecord, RecordSource
 from exporter.sources.jsonl import JsonLines

@@ -29,8 +29,9 @@ from pyspark.sql import functions as sf
 from exporter.checks.engine import Policy
 from exporter.cli import main
 from exporter.file_sweep import load_store, run_sweep
-from exporter.outputs.gate import Gate
-from exporter.outputs.report import SweepSummary
+from exporter.outputs.report import summary_json
+from exporter.pipeline.gate import Gate
+from exporter.pipeline.summary import SweepSummary
 from exporter.records.limits import Limits
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
@@ -183,7 +184,7 @@ def _ordered(found: SparkSweep) -> list[bytes]:
 
 
 def _compared(summary: SweepSummary) -> dict[str, Any]:
-    report = summary.to_json(Gate())
+    report = summary_json(summary, Gate())
     return {key: value for key, value in report.items() if key not in NOT_COMPARED}
 
 

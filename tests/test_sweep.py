@@ -13,9 +13,9 @@ import pytest
 import exporter.file_sweep
 from exporter.checks.engine import Policy
 from exporter.file_sweep import load_store, run_sweep
-from exporter.judging import PackedCandidate, chosen_candidates
-from exporter.outputs.report import SweepSummary
+from exporter.pipeline.drawing import PackedCandidate, chosen_candidates
 from exporter.pipeline.sampling import StratifiedSample
+from exporter.pipeline.summary import SweepSummary
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
 from exporter.sources.jsonl import JsonLines

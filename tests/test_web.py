@@ -28,11 +28,11 @@ from prometheus_client.parser import text_string_to_metric_families as text_fami
 from tls_support import openssl_certificate
 
 from exporter.checks.verdict import Action, Repair, Status, Verdict
+from exporter.config.web import WebConfig, load_web_config
 from exporter.outputs.metrics import ExporterMetrics, SourceLabels
 from exporter.pipeline.outcome import CheckedCitation, Mode, Origin, Outcome
 from exporter.settings import Settings, SettingsError, load_settings
 from exporter.web.auth import BasicAuth
-from exporter.web.config import WebConfig, load_web_config
 from exporter.web.heartbeat import Heartbeat
 from exporter.web.server import MetricsServer
 

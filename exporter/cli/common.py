@@ -18,8 +18,9 @@ from exporter.checks.engine import Policy
 from exporter.defaults import comma_separated, ratio_value, similarity_threshold
 from exporter.errors import UsageError
 from exporter.files.jsonl import OutputError, refuse_overwriting_inputs
-from exporter.outputs.gate import Gate
-from exporter.outputs.report import SweepSummary
+from exporter.outputs.report import summary_json, summary_text
+from exporter.pipeline.gate import Gate
+from exporter.pipeline.summary import SweepSummary
 from exporter.records.limits import DEFAULT_LIMITS, Limits
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
@@ -330,8 +331,8 @@ def print_summary(args: argparse.Namespace, summary: SweepSummary, gate: Gate) -
     to_stdout = "-" in (args.out, args.coverage_out, args.judge_out, args.report)
     report_to: IO[str] = sys.stderr if to_stdout else sys.stdout
     if args.format == "json":
-        report = orjson.dumps(summary.to_json(gate)).decode()
+        report = orjson.dumps(summary_json(summary, gate)).decode()
         write_summary(report + "\n", report_to)
     else:
-        text = summary.render_text(gate)
+        text = summary_text(summary, gate)
         write_summary(text + "\n", report_to)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from exporter.cli.common import EXIT_OK, UsageError, positive
 from exporter.defaults import DEFAULT_METRICS_PORT
+from exporter.outputs.report import summary_text
 
 if TYPE_CHECKING:
     from exporter.judge.thread import JudgeThread
@@ -185,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
             answers=args.answers,
             entailment=entailment,
         )
-        print(summary.render_text(None, title="demo, all phases"))
+        print(summary_text(summary, None, title="demo, all phases"))
         print(f"\n  {entailment.summary()}")
         print(
             "\nThe chunk-size change made citations drift: repaired with their shift, and paging;"

@@ -25,12 +25,12 @@ from exporter.files.jsonl import (
     read_lines,
 )
 from exporter.outputs.html_report import AuditAssumptions, render_report
-from exporter.outputs.report import SweepSummary
 from exporter.outputs.verdict_reader import (
     JudgedRecords,
     add_coverage_record,
     verdict_from_record,
 )
+from exporter.pipeline.summary import SweepSummary
 from exporter.records.decode import InvalidJson, parse_json
 from exporter.records.limits import DEFAULT_LIMITS
 

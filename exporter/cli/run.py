@@ -14,6 +14,7 @@ from typing import Any
 
 from exporter.cli.common import EXIT_OK, UsageError
 from exporter.files.jsonl import OutputError, open_output
+from exporter.outputs.report import summary_text
 
 EXAMPLES = """\
 examples:
@@ -156,8 +157,8 @@ def _replay_source(args: argparse.Namespace, settings: Any) -> int:
             )
             started = time.perf_counter()
             summary = replay(records, exporter.pipeline, settings.chunks_topic, handle)
-            summary.elapsed_seconds = time.perf_counter() - started
-        sys.stderr.write(summary.render_text(None, title="replay") + "\n")
+            summary.took(time.perf_counter() - started)
+        sys.stderr.write(summary_text(summary, None, title="replay") + "\n")
         if args.serve:
             print("replay done; serving /metrics until SIGTERM or Ctrl-C", file=sys.stderr)
             signal.sigwait({signal.SIGTERM, signal.SIGINT})

@@ -48,11 +48,12 @@ from exporter.files.jsonl import (
     OutputError,
     open_output,
 )
-from exporter.judging import PackedCandidate, SampleJudging, sample_judging
+from exporter.judging import SampleJudging, sample_judging
 from exporter.memory import freeze_long_lived
-from exporter.outputs.report import SweepSummary
 from exporter.outputs.verdicts import entailment_json
+from exporter.pipeline.drawing import PackedCandidate
 from exporter.pipeline.sampling import StratifiedSample
+from exporter.pipeline.summary import SweepSummary
 from exporter.sources import RecordSource
 from exporter.sources.jsonl import JsonLines
 

@@ -30,7 +30,7 @@ from exporter.cli.common import (
     sweep_policy,
 )
 from exporter.files.jsonl import InputError, OutputError, open_output
-from exporter.outputs.report import SweepSummary
+from exporter.pipeline.summary import SweepSummary
 from exporter.records.limits import bounded
 from exporter.spark import DEFAULT_CITATIONS_PER_TASK, SparkSweep, numbered_lines, sweep
 from exporter.spark.session import spark_session
@@ -140,7 +140,7 @@ def _sweep(
         summary = found.summary(chunks, citations)
     finally:
         found.unpersist()
-    summary.elapsed_seconds = time.perf_counter() - started
+    summary.took(time.perf_counter() - started)
     return summary
 
 

@@ -26,9 +26,10 @@ from exporter.checks.coverage import CoverageStatus
 from exporter.checks.relocate import BY_POSITION_HINT
 from exporter.checks.verdict import Status
 from exporter.demo.entailment import DemoEntailment
-from exporter.outputs.report import SweepSummary, shift_clusters
 from exporter.pipeline.core import LocalRecord, Pipeline
 from exporter.pipeline.outcome import Outcome
+from exporter.pipeline.shifts import shift_clusters
+from exporter.pipeline.summary import SweepSummary
 from exporter.records.chunk_messages import chunk_message
 from exporter.simulate.scenario import Scenario, ScenarioConfig, build_scenario
 
@@ -261,9 +262,8 @@ def run_demo(
         if step == len(phases) and entailment is not None:
             _finish_model(entailment, model_wait_seconds, out)
         _show(out, view.render(phase.title, step, len(phases), url), interactive)
-    view.summary.chunks_loaded = pipeline.store.chunk_count
-    view.summary.documents_loaded = pipeline.store.document_count
-    view.summary.elapsed_seconds = seconds_per_phase * len(phases)
+    view.summary.store_loaded(pipeline.store.chunk_count, pipeline.store.document_count)
+    view.summary.took(seconds_per_phase * len(phases))
     return view.summary
 
 

@@ -24,8 +24,8 @@ from aiokafka.errors import (
     UnknownTopicOrPartitionError,
 )
 
+from exporter.config.kafka import read_token, tls_context
 from exporter.errors import RestartRequired
-from exporter.kafka.options import read_token, tls_context
 from exporter.kafka.protocols import Consumer
 from exporter.settings import Settings
 

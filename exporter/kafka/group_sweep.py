@@ -23,7 +23,7 @@ from typing import Protocol
 
 from aiokafka import TopicPartition
 
-from exporter.judging import Drawing, PackedCandidate, SampleJudging
+from exporter.judging import SampleJudging
 from exporter.kafka.clients import close
 from exporter.kafka.control import SweepRequest, sweep_request
 from exporter.kafka.fetching import Fetcher, assign_from_start
@@ -41,8 +41,10 @@ from exporter.kafka.topic_sweep import ArchiveBatch, judge_sweep_sample
 from exporter.outputs.metrics import ExporterMetrics
 from exporter.outputs.state import SweepResult
 from exporter.pipeline.core import Pipeline
+from exporter.pipeline.drawing import Drawing, PackedCandidate
 from exporter.pipeline.outcome import DeadLetter, Origin, Outcome
 from exporter.pipeline.sampling import StratifiedSample
+from exporter.pipeline.sweep import SweepBatch
 from exporter.records.decode import RecordError
 from exporter.records.limits import preview
 
@@ -312,18 +314,19 @@ class GroupSweeper:
         sweep = self.book.sweep(part.sweep_id)
         drawn = None if sweep is None else self._sample(sweep)
         batch = ArchiveBatch(
-            None if drawn is None else drawn[1], {} if drawn is None else drawn[0].thresholds()
+            self._pipeline().sweep_step(None if drawn is None else drawn[1]),
+            SweepBatch({} if drawn is None else drawn[0].thresholds()),
         )
         fetched = await fetcher.getmany(tp, timeout_ms=500, max_records=_BATCH_RECORDS)
         reached = max(position, fetcher.skipped_to.get(tp, position))
-        checked = await batch.check(fetched.get(tp, []), target, self._pipeline(), self._publisher)
+        checked = await batch.check(fetched.get(tp, []), target, self._publisher)
         # the position, not the last record: the range may end in a transaction marker
         reached = min(target, max(reached, checked, await consumer.position(tp)))
         await self._publisher.delivered(batch.sent)
         self._metrics.record(batch.outcomes)
         counts.update(item.verdict.status.value for o in batch.outcomes for item in o.checked)
         if drawn is not None:
-            drawn[0].add(batch.strata, batch.candidates)
+            drawn[0].add(batch.sweep.counts, batch.sweep.candidates)
         return reached
 
     def _sample(

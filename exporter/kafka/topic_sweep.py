@@ -39,19 +39,21 @@ from aiokafka import TopicPartition
 
 from exporter.checks.entailment import EntailmentResult
 from exporter.checks.store import ChunkStore
-from exporter.judging import Drawing, PackedCandidate, SampleJudging
+from exporter.judging import SampleJudging
 from exporter.kafka.answers import YIELD_SECONDS
 from exporter.kafka.clients import close
 from exporter.kafka.fetching import Fetcher
 from exporter.kafka.protocols import Consumer
 from exporter.kafka.publish import Publisher
-from exporter.outputs.entailment_report import EntailmentSummary
 from exporter.outputs.metrics import ExporterMetrics
-from exporter.outputs.report import SweepSummary
 from exporter.outputs.state import SweepResult
 from exporter.pipeline.core import Pipeline
+from exporter.pipeline.drawing import Drawing, PackedCandidate
+from exporter.pipeline.entailment_summary import EntailmentSummary
 from exporter.pipeline.outcome import Mode, Origin, Outcome
-from exporter.pipeline.sampling import StratifiedSample, Stratum
+from exporter.pipeline.sampling import StratifiedSample
+from exporter.pipeline.summary import SweepSummary
+from exporter.pipeline.sweep import SweepBatch, SweepStep
 
 __all__ = ["ArchiveBatch", "SweepRunner", "judge_sweep_sample"]
 
@@ -234,24 +236,23 @@ class SweepRunner:
             done = dict(progress.done)
             for tp, skipped_to in fetcher.skipped_to.items():
                 done[tp] = max(done[tp], skipped_to)  # an unreadable batch is behind us
-            batch = ArchiveBatch(drawing, {} if sample is None else sample.thresholds())
+            batch = ArchiveBatch(
+                self._pipeline().sweep_step(drawing),
+                SweepBatch({} if sample is None else sample.thresholds()),
+            )
             for tp, records in batches.items():
-                reached = await batch.check(records, targets[tp], self._pipeline(), self._publisher)
+                reached = await batch.check(records, targets[tp], self._publisher)
                 done[tp] = max(done[tp], reached)
-            summary = SweepSummary()
-            for outcome in batch.outcomes:
-                where = outcome.origin
-                summary.add_outcome(outcome, f"{where.topic}/{where.partition}@{where.offset}")
             for tp in remaining:
                 # the position, not the last record: the last offsets may hold no record (a
                 # transaction marker), and a sweep waiting for one would never complete
                 done[tp] = max(done[tp], await consumer.position(tp))
             await self._publisher.delivered(batch.sent)
             self._metrics.record(batch.outcomes)
-            progress.summary.merge(summary)
+            progress.summary.merge(batch.sweep.summary)
             progress.done = done
             if sample is not None:
-                sample.add(batch.strata, batch.candidates)
+                sample.add(batch.sweep.counts, batch.sweep.candidates)
             remaining = {tp for tp in remaining if done[tp] < targets[tp]}
             moved = sum(done[tp] - progress.beginnings[tp] for tp in assigned)
             self._metrics.state.sweep_progress = min(1.0, moved / work)
@@ -260,19 +261,15 @@ class SweepRunner:
 @dataclass
 class ArchiveBatch:
     """One fetch of a sweep of the answer topic, checked and not yet delivered: its outcomes,
-    the failing verdicts sent, and what it offers the judge's sample. Both sweeps (each
-    instance's, the group's) keep it only once ``sent`` is delivered."""
+    the failing verdicts sent, and its part of the summary and of the judge's sample. Both
+    sweeps (each instance's, the group's) keep it only once ``sent`` is delivered."""
 
-    drawing: Drawing | None
-    thresholds: dict[Stratum, int]
+    step: SweepStep
+    sweep: SweepBatch
     outcomes: list[Outcome] = field(default_factory=list)
     sent: list[Awaitable[Any]] = field(default_factory=list)
-    strata: dict[Stratum, int] = field(default_factory=dict)
-    candidates: list[tuple[Stratum, int, str, PackedCandidate]] = field(default_factory=list)
 
-    async def check(
-        self, records: list[Any], target: int, pipeline: Pipeline, publisher: Publisher
-    ) -> int:
+    async def check(self, records: list[Any], target: int, publisher: Publisher) -> int:
         """Check one partition's ``records`` below ``target``, in sweep mode: send their
         failing verdicts (invalid inputs were dead-lettered when first consumed), draw from
         them; the offset after the last one checked (0 if none was)."""
@@ -281,17 +278,12 @@ class ArchiveBatch:
         for record in records:
             if record.offset >= target:
                 break
-            outcome = pipeline.answer(record, Mode.SWEEP)
+            origin = Origin(record.topic, record.partition, record.offset)
+            where = f"{record.topic}/{record.partition}@{record.offset}"
+            outcome = self.step.record(
+                self.sweep, record.value, origin, where, key=record.key, partition=record.partition
+            )
             self.outcomes.append(outcome)
-            if self.drawing is not None:
-                self.drawing.add(
-                    outcome.checked,
-                    record.offset,
-                    self.thresholds,
-                    self.strata,
-                    self.candidates,
-                    partition=record.partition,
-                )
             for verdict in outcome.publish:
                 self.sent.append(await publisher.verdict(verdict, outcome.origin, Mode.SWEEP))
             reached = record.offset + 1

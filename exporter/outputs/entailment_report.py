@@ -1,148 +1,86 @@
-"""What judging a sweep's sample came to: per stratum, what it cost, and what the whole archive
-would have cost.
-
-The point of sampling is the arithmetic: a model judge at about 120 ms and $0.0004 a citation
-would take hours and dollars for the whole archive on every re-index. The summary says what
-the sample cost and projects it onto every judgeable citation, from the latency and price this
-run measured.
-"""
+"""The judged sample of a sweep, as a person reads it: its JSON and its lines of the summary."""
 
 from __future__ import annotations
 
-from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any
 
-from exporter.checks.entailment import EntailmentResult, Judgement
-from exporter.pipeline.sampling import Stratum
+from exporter.checks.entailment import EntailmentResult
+from exporter.pipeline.entailment_summary import EntailmentSummary
 
-__all__ = ["EntailmentSummary"]
+__all__ = ["entailment_json", "entailment_lines"]
 
 
-@dataclass
-class EntailmentSummary:
-    """Counts of a judged sample, by stratum and result, and the cost of the model judge."""
-
-    judge: str = "lexical"
-    sample_size: int = 0
-    concurrency: int = 1
-    totals: dict[Stratum, int] = field(default_factory=dict)
-    sampled: Counter[Stratum] = field(default_factory=Counter)
-    results: Counter[tuple[Stratum, str]] = field(default_factory=Counter)
-    deciding: Counter[str] = field(default_factory=Counter)  # which judge decided, per judged
-    skipped_because: Counter[str] = field(default_factory=Counter)  # skipped, by reason
-    calls: int = 0  # calls to the model judge
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    judge_seconds: float = 0.0  # summed latency of the model judge's calls
-    wall_seconds: float = 0.0
-
-    def add(self, stratum: Stratum, judgement: Judgement, called: bool) -> None:
-        """One sampled citation and what was decided (``called``: the model judge was asked)."""
-        self.sampled[stratum] += 1
-        self.results[stratum, judgement.result.value] += 1
-        self.deciding[judgement.judge] += 1
-        if judgement.result is EntailmentResult.SKIPPED:
-            self.skipped_because[judgement.reason or "unknown"] += 1
-        if called:
-            self.calls += 1
-            self.prompt_tokens += judgement.prompt_tokens
-            self.completion_tokens += judgement.completion_tokens
-            self.cost_usd += judgement.cost_usd
-            self.judge_seconds += judgement.seconds
-
-    @property
-    def judgeable(self) -> int:
-        return sum(self.totals.values())
-
-    def result_count(self, result: EntailmentResult) -> int:
-        return sum(n for (_, name), n in self.results.items() if name == result.value)
-
-    def projection(self) -> dict[str, float | int]:
-        """What judging every judgeable citation would cost at this run's measured figures:
-        the model judge is asked the same share of them as of the sample."""
-        sampled = sum(self.sampled.values())
-        if not sampled or not self.calls:
-            return {"calls": 0, "hours": 0.0, "usd": 0.0}
-        calls = round(self.judgeable * self.calls / sampled)
-        latency = self.judge_seconds / self.calls
-        return {
-            "calls": calls,
-            "hours": calls * latency / max(1, self.concurrency) / 3600,
-            "usd": calls * self.cost_usd / self.calls,
-        }
-
-    def to_json(self) -> dict[str, Any]:
-        strata = [
-            {
-                "age": stratum.age,
-                "family": stratum.family,
-                "total": total,
-                "sampled": self.sampled[stratum],
-                "results": {
-                    result.value: self.results[stratum, result.value]
-                    for result in EntailmentResult
-                    if self.results[stratum, result.value]
-                },
-            }
-            for stratum, total in sorted(self.totals.items())
-        ]
-        return {
-            "judge": self.judge,
-            "sample_size": self.sample_size,
-            "judgeable": self.judgeable,
-            "sampled": sum(self.sampled.values()),
-            "results": {result.value: self.result_count(result) for result in EntailmentResult},
-            "decided_by": dict(sorted(self.deciding.items())),
-            "skipped_because": dict(self.skipped_because.most_common()),
-            "strata": strata,
-            "calls": self.calls,
-            "tokens": {"prompt": self.prompt_tokens, "completion": self.completion_tokens},
-            "cost_usd": round(self.cost_usd, 6),
-            "judge_seconds": round(self.judge_seconds, 3),
-            "wall_seconds": round(self.wall_seconds, 3),
-            "whole_archive": {
-                key: round(value, 4) if isinstance(value, float) else value
-                for key, value in self.projection().items()
+def entailment_json(summary: EntailmentSummary) -> dict[str, Any]:
+    strata = [
+        {
+            "age": stratum.age,
+            "family": stratum.family,
+            "total": total,
+            "sampled": summary.sampled[stratum],
+            "results": {
+                result.value: summary.results[stratum, result.value]
+                for result in EntailmentResult
+                if summary.results[stratum, result.value]
             },
         }
+        for stratum, total in sorted(summary.totals.items())
+    ]
+    return {
+        "judge": summary.judge,
+        "sample_size": summary.sample_size,
+        "judgeable": summary.judgeable,
+        "sampled": sum(summary.sampled.values()),
+        "results": {result.value: summary.result_count(result) for result in EntailmentResult},
+        "decided_by": dict(sorted(summary.deciding.items())),
+        "skipped_because": dict(summary.skipped_because.most_common()),
+        "strata": strata,
+        "calls": summary.calls,
+        "tokens": {"prompt": summary.prompt_tokens, "completion": summary.completion_tokens},
+        "cost_usd": round(summary.cost_usd, 6),
+        "judge_seconds": round(summary.judge_seconds, 3),
+        "wall_seconds": round(summary.wall_seconds, 3),
+        "whole_archive": {
+            key: round(value, 4) if isinstance(value, float) else value
+            for key, value in summary.projection().items()
+        },
+    }
 
-    def render_lines(self) -> list[str]:
-        sampled = sum(self.sampled.values())
-        if not self.judgeable:
-            return ["", "  entailment: no judgeable citation (none named its claim)"]
-        results = ", ".join(
-            f"{result.value} {self.result_count(result):,}"
-            for result in EntailmentResult
-            if self.result_count(result)
-        )
-        lines = [
-            "",
-            f"  entailment ({self.judge}): {sampled:,} of {self.judgeable:,} judgeable citations "
-            f"sampled over {len(self.totals)} strata: {results or 'none judged'}",
+
+def entailment_lines(summary: EntailmentSummary) -> list[str]:
+    sampled = sum(summary.sampled.values())
+    if not summary.judgeable:
+        return ["", "  entailment: no judgeable citation (none named its claim)"]
+    results = ", ".join(
+        f"{result.value} {summary.result_count(result):,}"
+        for result in EntailmentResult
+        if summary.result_count(result)
+    )
+    lines = [
+        "",
+        f"  entailment ({summary.judge}): {sampled:,} of {summary.judgeable:,} judgeable citations "
+        f"sampled over {len(summary.totals)} strata: {results or 'none judged'}",
+    ]
+    if summary.calls:
+        whole = summary.projection()
+        lines += [
+            f"    model judge: {summary.calls:,} calls, {summary.prompt_tokens:,} + "
+            f"{summary.completion_tokens:,} tokens, ${summary.cost_usd:,.4f}, "
+            f"{summary.wall_seconds:,.1f} s",
+            f"    the whole archive would take {whole['calls']:,} calls, "
+            f"{_duration(whole['hours'] * 3600)} at concurrency {summary.concurrency}, "
+            f"${whole['usd']:,.2f}",
         ]
-        if self.calls:
-            whole = self.projection()
-            lines += [
-                f"    model judge: {self.calls:,} calls, {self.prompt_tokens:,} + "
-                f"{self.completion_tokens:,} tokens, ${self.cost_usd:,.4f}, "
-                f"{self.wall_seconds:,.1f} s",
-                f"    the whole archive would take {whole['calls']:,} calls, "
-                f"{_duration(whole['hours'] * 3600)} at concurrency {self.concurrency}, "
-                f"${whole['usd']:,.2f}",
-            ]
-        if self.skipped_because:
-            # the reasons are the sweep's own words (budget, evidence gone), not a record's
-            common = self.skipped_because.most_common(3)
-            because = ", ".join(f"{reason} {count:,}" for reason, count in common)
-            lines.append(f"    skipped: {because}")
-        not_entailed = self.result_count(EntailmentResult.NOT_ENTAILED)
-        if not_entailed:
-            lines.append(
-                f"    {not_entailed:,} not entailed: a prompt to look (a judge errs), not a verdict"
-            )
-        return lines
+    if summary.skipped_because:
+        # the reasons are the sweep's own words (budget, evidence gone), not a record's
+        common = summary.skipped_because.most_common(3)
+        because = ", ".join(f"{reason} {count:,}" for reason, count in common)
+        lines.append(f"    skipped: {because}")
+    not_entailed = summary.result_count(EntailmentResult.NOT_ENTAILED)
+    if not_entailed:
+        lines.append(
+            f"    {not_entailed:,} not entailed: a prompt to look (a judge errs), not a verdict"
+        )
+    return lines
 
 
 def _duration(seconds: float) -> str:

@@ -21,11 +21,13 @@ from rapidfuzz.distance import Indel
 
 from exporter import __version__
 from exporter.checks.verdict import Status
-from exporter.outputs.gate import DRIFT, MISSING, UNREPAIRED, Gate, GateResult
-from exporter.outputs.report import SweepSummary
-from exporter.outputs.report_details import NO_SOURCE, Example
+from exporter.outputs.entailment_report import entailment_json
+from exporter.outputs.report import coverage_json
 from exporter.outputs.shift_chart import chart_bars, cluster_letter, shift_chart_svg
-from exporter.outputs.shifts import ShiftCluster, shift_bucket, shift_clusters
+from exporter.pipeline.details import NO_SOURCE, Example
+from exporter.pipeline.gate import DRIFT, MISSING, UNREPAIRED, Gate, GateResult
+from exporter.pipeline.shifts import ShiftCluster, shift_bucket, shift_clusters
+from exporter.pipeline.summary import SweepSummary
 
 __all__ = ["AuditAssumptions", "render_report", "report_view"]
 
@@ -329,8 +331,8 @@ def report_view(
             for doc_id, document in superseded
         ],
         "superseded_unlisted_citations": details.superseded_unlisted_citations,
-        "coverage": summary.coverage.to_json() if summary.coverage.judged else None,
-        "entailment": judged if summary.entailment is None else summary.entailment.to_json(),
+        "coverage": coverage_json(summary.coverage) if summary.coverage.judged else None,
+        "entailment": judged if summary.entailment is None else entailment_json(summary.entailment),
         "audit": _audit(summary, assumptions or AuditAssumptions()),
         "errors": summary.errors,
         "invalid_chunk_records": summary.invalid_chunk_records,

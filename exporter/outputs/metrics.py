@@ -22,9 +22,9 @@ from exporter.checks.entailment import EntailmentResult, Judgement
 from exporter.checks.relocate import UNREPAIRED_OUTCOMES
 from exporter.checks.verdict import FailedCheck, Status
 from exporter.outputs.histograms import BatchHistogram
-from exporter.outputs.shifts import SHIFT_BOUNDS
 from exporter.outputs.state import ExporterState, StateCollector
 from exporter.pipeline.outcome import Mode, Outcome
+from exporter.pipeline.shifts import SHIFT_BOUNDS
 
 __all__ = ["MAX_LABEL_LENGTH", "MODES", "ExporterMetrics", "SourceLabels"]
 

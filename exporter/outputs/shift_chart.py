@@ -2,7 +2,7 @@
 is one small picture, it must work with no script and no network, and its bars must be
 checkable by a test (each bar carries its bucket and count as data attributes).
 
-Bars are the histogram's buckets (see :mod:`exporter.outputs.shifts`), from the first used to
+Bars are the histogram's buckets (see :mod:`exporter.pipeline.shifts`), from the first used to
 the last used; the bars a main cluster falls in are marked with its letter.
 """
 
@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
 
-from exporter.outputs.shifts import SHIFT_BOUNDS, ShiftCluster, bucket_label, shift_bucket
+from exporter.pipeline.shifts import SHIFT_BOUNDS, ShiftCluster, bucket_label, shift_bucket
 
 __all__ = ["Bar", "chart_bars", "cluster_letter", "shift_chart_svg"]
 

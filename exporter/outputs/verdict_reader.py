@@ -16,8 +16,8 @@ from exporter.checks.entailment import EntailmentResult
 from exporter.checks.evidence import EVIDENCE_CHARS, Evidence
 from exporter.checks.relocate import BY_CONTEXT, BY_POSITION_HINT, UNIQUE, UNREPAIRED_OUTCOMES
 from exporter.checks.verdict import Action, FailedCheck, Repair, Status, Verdict
-from exporter.outputs.report import CoverageSummary
 from exporter.pipeline.sampling import AGE_BANDS, FAMILIES
+from exporter.pipeline.summary import CoverageSummary
 from exporter.records.decode import MAX_OFFSET
 
 __all__ = ["JudgedRecords", "add_coverage_record", "verdict_from_record"]

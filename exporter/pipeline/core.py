@@ -21,9 +21,11 @@ from exporter.checks.coverage import CoverageStatus
 from exporter.checks.engine import Policy
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status
+from exporter.pipeline.drawing import Drawing
 from exporter.pipeline.messages import check_message, oversized
 from exporter.pipeline.outcome import DeadLetter, Mode, Origin, Outcome
 from exporter.pipeline.reindex import ReindexWatch
+from exporter.pipeline.sweep import SweepBatch, SweepStep
 from exporter.records.decode import InvalidJson, RecordError, decode_chunk, parse_json
 from exporter.records.limits import failure
 from exporter.records.schema import Chunk, ChunkDeletion
@@ -116,25 +118,28 @@ class Pipeline:
     def answer(self, record: Record, mode: Mode = Mode.INLINE) -> Outcome:
         """Check every citation of one answer message; say what to publish."""
         origin = Origin(record.topic, record.partition, record.offset)
-        policy = self._sweep_policy if mode is Mode.SWEEP else self._policy
+        if mode is Mode.SWEEP:
+            return self.sweep_step().record(
+                SweepBatch(), record.value, origin, "", key=record.key, partition=record.partition
+            )
         outcome = check_message(
-            record.value, record.key, origin, store=self.store, policy=policy, mode=mode
+            record.value, record.key, origin, store=self.store, policy=self._policy, mode=mode
         )
-        publish_all = self._publish_all and mode is Mode.INLINE
+        publish_all = self._publish_all
         for checked in outcome.checked:
             status = checked.verdict.status
             if status is not Status.INVALID and (publish_all or status is not Status.OK):
                 outcome.publish.append(checked.verdict)
-        # coverage depends on the answer alone, not on the store: its verdict was published when
-        # the answer was first checked, and a sweep after a re-index would only repeat it
         coverage = outcome.coverage
-        if (
-            coverage is not None
-            and mode is Mode.INLINE
-            and (
-                coverage.status in (CoverageStatus.UNCITED_CLAIMS, CoverageStatus.UNJUDGED)
-                or (publish_all and coverage.status is CoverageStatus.COVERED)
-            )
+        if coverage is not None and (
+            coverage.status in (CoverageStatus.UNCITED_CLAIMS, CoverageStatus.UNJUDGED)
+            or (publish_all and coverage.status is CoverageStatus.COVERED)
         ):
             outcome.publish.append(coverage)
         return outcome
+
+    def sweep_step(self, drawing: Drawing | None = None) -> SweepStep:
+        """The per-record step of a sweep over this store: the sweep's policy (it keeps the
+        judge input of every judgeable citation when a sample is drawn), ``drawing`` its part
+        of the sample."""
+        return SweepStep(self.store, self._sweep_policy, drawing)

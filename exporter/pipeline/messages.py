@@ -10,6 +10,7 @@ dropped, and nothing a message holds can stop the process (a check that raises i
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from exporter.checks.coverage import (
@@ -34,7 +35,7 @@ from exporter.pipeline.outcome import (
 )
 from exporter.pipeline.sampling import KEY_SPACE, sample_key
 from exporter.records.decode import InvalidJson, decode_citations, decode_sentences, parse_json
-from exporter.records.limits import bounded, failure
+from exporter.records.limits import Limits, bounded, failure
 from exporter.records.schema import Citation, InvalidCitation
 
 __all__ = ["check_message", "oversized", "unread", "unusable"]
@@ -208,6 +209,34 @@ def check_message(
         return unusable(letter, mode)
 
 
+def parse_message(
+    value: bytes | None, key: bytes | None, origin: Origin, max_bytes: int, mode: Mode
+) -> object:
+    """A message's JSON value, or the :class:`Outcome` of a message that cannot be read: no
+    value (a tombstone), more than ``max_bytes``, not JSON. The first step of every check of a
+    message, whichever engine runs it."""
+    if value is None:
+        letter = DeadLetter(origin, value, key, "empty", "message has no value (a tombstone?)")
+        return unusable(letter, mode)
+    if len(value) > max_bytes:
+        return unusable(oversized(origin, value, key, max_bytes), mode)
+    try:
+        return parse_json(value)
+    except InvalidJson as exc:
+        return unusable(DeadLetter(origin, value, key, "invalid_json", str(exc)), mode)
+
+
+def message_citations(
+    parsed: object, limits: Limits
+) -> Iterator[tuple[int | None, Citation | InvalidCitation]]:
+    """Each citation of a message's JSON, in order, decoded (or invalid, with its reason), with
+    its position in its answer event (None for a lone citation record). The second step of
+    every check of a message, whichever engine runs it."""
+    in_answer = type(parsed) is dict and "citations" in parsed
+    for index, item in enumerate(decode_citations(parsed, limits)):
+        yield (index if in_answer else None), item
+
+
 def _check(  # noqa: PLR0917 - the private body of check_message, called once
     value: bytes | None,
     key: bytes | None,
@@ -216,16 +245,10 @@ def _check(  # noqa: PLR0917 - the private body of check_message, called once
     policy: Policy,
     mode: Mode,
 ) -> Outcome:
-    max_bytes = policy.limits.max_message_bytes
-    if value is None:
-        letter = DeadLetter(origin, value, key, "empty", "message has no value (a tombstone?)")
-        return unusable(letter, mode)
-    if len(value) > max_bytes:
-        return unusable(oversized(origin, value, key, max_bytes), mode)
-    try:
-        parsed = parse_json(value)
-    except InvalidJson as exc:
-        return unusable(DeadLetter(origin, value, key, "invalid_json", str(exc)), mode)
+    parsed = parse_message(value, key, origin, policy.limits.max_message_bytes, mode)
+    if isinstance(parsed, Outcome):
+        return parsed
+    assert value is not None  # parse_message read it
     checked: list[CheckedCitation] = []
     invalid: list[InvalidCitation] = []
     cited: set[int] = set()  # sentences named by a citation that could be decoded
@@ -235,8 +258,7 @@ def _check(  # noqa: PLR0917 - the private body of check_message, called once
     answer = _answer_fields(parsed) if judge_rate else (None, None)
     # the check time is a metric of inline checks only: a sweep does not read the clock
     clock = time.perf_counter if mode is Mode.INLINE else None
-    for index, item in enumerate(decode_citations(parsed, policy.limits)):
-        position = index if in_answer else None
+    for index, (position, item) in enumerate(message_citations(parsed, policy.limits)):
         if type(item) is Citation:
             decoded = True
             if item.sentence_index is not None:

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from exporter.outputs.report import SweepSummary
 from exporter.pipeline.core import LocalRecord, Pipeline
 from exporter.pipeline.messages import unread
 from exporter.pipeline.outcome import Origin, Outcome
+from exporter.pipeline.summary import SweepSummary
 from exporter.records.chunk_messages import chunk_message
 from exporter.records.limits import Oversized
 from exporter.sources import RecordSource
@@ -79,8 +79,8 @@ def replay(
         if record.topic == chunks_topic:
             outcome = pipeline.chunk(record)
             if outcome.dead_letter is not None:
-                summary.invalid_chunk_records += 1
-                summary.note_error(f"line {record.offset}: {outcome.dead_letter.error}")
+                error = outcome.dead_letter.error
+                summary.invalid_chunks(1, [f"line {record.offset}: {error}"])
         else:
             outcome = pipeline.answer(record)
             summary.add_outcome(outcome, f"line {record.offset}")
@@ -90,6 +90,5 @@ def replay(
             batch = []
     if batch:
         on_batch(batch)
-    summary.chunks_loaded = pipeline.store.chunk_count
-    summary.documents_loaded = pipeline.store.document_count
+    summary.store_loaded(pipeline.store.chunk_count, pipeline.store.document_count)
     return summary

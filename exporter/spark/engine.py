@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as sf
 
 from exporter.checks.engine import Policy
-from exporter.outputs.report import SweepSummary
+from exporter.pipeline.summary import SweepSummary
 from exporter.spark.columns import CHUNKS, CITATIONS, EXPLODED, VERDICTS, WORK
 from exporter.spark.inputs import table_records
 from exporter.spark.summary import chunk_counts, verdict_counts

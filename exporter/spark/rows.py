@@ -22,13 +22,11 @@ from exporter.checks.evidence import Evidence, drift_evidence
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status, Verdict
 from exporter.outputs.verdicts import verdict_json
-from exporter.pipeline.messages import unread, unusable
+from exporter.pipeline.messages import message_citations, parse_message, unread, unusable
 from exporter.pipeline.outcome import CheckedCitation, DeadLetter, Mode, Origin, Outcome
 from exporter.records.decode import (
-    InvalidJson,
     RecordError,
     decode_chunk,
-    decode_citations,
     parse_json,
 )
 from exporter.records.limits import Limits, Oversized, failure
@@ -195,8 +193,8 @@ def citation_rows(line: int, raw: bytes, limits: Limits) -> list[tuple[Row, bool
     """The citations of one input line, in order, each with whether it is finished: an invalid
     one as its verdict row (finished), a decoded one as a citation row to be checked.
 
-    Mirrors check_message's decoding step for step, and like it never raises: a decoder that
-    raises makes the whole line ``check_failed``.
+    Decoded by check_message's own first two steps (``parse_message``, ``message_citations``),
+    and like it never raises: a decoder that raises makes the whole line ``check_failed``.
     """
     origin = Origin(_ORIGIN_TOPIC, 0, line)
     if len(raw) > limits.max_message_bytes:  # what read_lines and unread make of such a line
@@ -212,16 +210,13 @@ def citation_rows(line: int, raw: bytes, limits: Limits) -> list[tuple[Row, bool
 
 
 def _decoded(line: int, raw: bytes, origin: Origin, limits: Limits) -> list[tuple[Row, bool]]:
-    try:
-        parsed = parse_json(raw)
-    except InvalidJson as exc:
-        letter = DeadLetter(origin, raw, None, "invalid_json", str(exc))
-        return _finished(line, unusable(letter, Mode.SWEEP))
-    in_answer = type(parsed) is dict and "citations" in parsed
+    parsed = parse_message(raw, None, origin, limits.max_message_bytes, Mode.SWEEP)
+    if isinstance(parsed, Outcome):
+        return _finished(line, parsed)
     rows: list[tuple[Row, bool]] = []
-    for index, item in enumerate(decode_citations(parsed, limits)):
+    for position, item in message_citations(parsed, limits):
         if type(item) is Citation:
-            rows.append((_pending(line, index if in_answer else None, item), False))
+            rows.append((_pending(line, position, item), False))
         else:
             assert isinstance(item, InvalidCitation)
             checked = CheckedCitation(invalid_verdict(item), item.index)

@@ -11,7 +11,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as sf
 
 from exporter.checks.verdict import Status
-from exporter.outputs.report import SweepSummary
+from exporter.pipeline.summary import SweepSummary
 
 __all__ = ["chunk_counts", "verdict_counts"]
 
@@ -31,12 +31,10 @@ def chunk_counts(chunks: DataFrame, summary: SweepSummary, name: str) -> None:
         .first()
     )
     assert live is not None  # a global aggregate has one row
-    summary.chunks_loaded = live["chunks"]
-    summary.documents_loaded = live["documents"]
+    summary.store_loaded(live["chunks"], live["documents"])
     errors = chunks.filter(sf.col("error").isNotNull())
-    summary.invalid_chunk_records += errors.count()
-    for row in errors.orderBy("seq").limit(_ERRORS_NOTED).collect():
-        summary.note_error(f"{name}:{row['seq']}: {row['error']}")
+    first = errors.orderBy("seq").limit(_ERRORS_NOTED).collect()
+    summary.invalid_chunks(errors.count(), (f"{name}:{r['seq']}: {r['error']}" for r in first))
 
 
 def verdict_counts(verdicts: DataFrame, summary: SweepSummary, name: str) -> None:
@@ -47,19 +45,14 @@ def verdict_counts(verdicts: DataFrame, summary: SweepSummary, name: str) -> Non
         .collect()
     )
     for row in counts:
-        status, count = Status(row["status"]), row["count"]
-        summary.statuses[status] += count
-        if status is Status.OK:
-            continue
-        if row["reason"] is not None:
-            summary.reasons[(status.value, row["reason"])] += count
-        if row["repair_method"] is not None:
-            summary.methods[row["repair_method"]] += count
-            summary.decided_by[row["repair_how"]] += count
-            if row["shift"] is None:
-                summary.unknown_shifts += count
-            else:
-                summary.shifts[row["shift"]] += count
+        summary.add_counted(
+            Status(row["status"]),
+            row["count"],
+            reason=row["reason"],
+            method=row["repair_method"],
+            how=row["repair_how"],
+            shift=row["shift"],
+        )
     invalid = verdicts.filter(sf.col("status") == Status.INVALID.value)
     first = invalid.orderBy("line", "position").limit(_ERRORS_NOTED).collect()
     for row in first:

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
 
 from exporter import __version__
+from exporter.config.web import load_web_config
 from exporter.outputs.metrics import ExporterMetrics, SourceLabels
 from exporter.outputs.state import ExporterState
 from exporter.settings import Settings
-from exporter.web.config import load_web_config
 from exporter.web.heartbeat import Heartbeat
 from exporter.web.server import MetricsServer
 

@@ -36,12 +36,11 @@ from wsgiref.simple_server import WSGIRequestHandler
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import ThreadingWSGIServer
 
+from exporter.config.web import WebConfig, server_context
 from exporter.web.app import make_app
 from exporter.web.auth import BasicAuth
-from exporter.web.config import WebConfig
 from exporter.web.health import Health
 from exporter.web.heartbeat import Heartbeat
-from exporter.web.tls import server_context
 
 __all__ = [
     "CLIENT_TIMEOUT_SECONDS",

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from exporter.config.tls import MAX_TLS_FILE_BYTES, EncryptedKey, refuse_passphrase
 from exporter.errors import SettingsError
 from exporter.small_files import (
     UnusableFile,
@@ -35,7 +36,6 @@ from exporter.small_files import (
     shown,
     small_file_problem,
 )
-from exporter.web.tls import MAX_TLS_FILE_BYTES, server_context
 
 __all__ = [
     "CLIENT_AUTH_TYPES",
@@ -44,6 +44,7 @@ __all__ = [
     "TlsServerConfig",
     "WebConfig",
     "load_web_config",
+    "server_context",
 ]
 
 # A web configuration file is a few hundred bytes; this is room for hundreds of users.
@@ -217,3 +218,35 @@ def _users(users: Mapping[str, Any]) -> dict[str, str]:
                 f"{MAX_BCRYPT_COST} (each check at cost {MAX_BCRYPT_COST} takes about a second)"
             )
     return dict(users)
+
+
+def server_context(tls: TlsServerConfig) -> ssl.SSLContext:
+    """A context for ``tls``, as prometheus_client's ``_get_ssl_ctx`` makes one; an unusable file
+    raises ValueError naming it."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = tls.min_version
+    context.maximum_version = tls.max_version
+    try:
+        context.load_cert_chain(
+            certfile=tls.cert_file, keyfile=tls.key_file, password=refuse_passphrase
+        )
+    except EncryptedKey:
+        raise ValueError(
+            f"tls_server_config.key_file {shown(tls.key_file)} is encrypted: the exporter "
+            "needs a key without a passphrase"
+        ) from None
+    except (ssl.SSLError, OSError) as exc:
+        raise ValueError(
+            f"tls_server_config.cert_file {shown(tls.cert_file)} and key_file "
+            f"{shown(tls.key_file)} are not a usable certificate and key: {shown(exc, 200)}"
+        ) from None
+    if tls.client_ca_file is not None:
+        try:
+            context.load_verify_locations(cafile=tls.client_ca_file)
+        except (ssl.SSLError, OSError) as exc:
+            raise ValueError(
+                f"tls_server_config.client_ca_file {shown(tls.client_ca_file)} holds no usable "
+                f"CA certificate: {shown(exc, 200)}"
+            ) from None
+    context.verify_mode = tls.verify_mode
+    return context

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from exporter.checks.evidence import Evidence
 from exporter.checks.verdict import Status, Verdict
-from exporter.outputs.shifts import shift_bucket
+from exporter.pipeline.shifts import shift_bucket
 
 __all__ = [
     "EXAMPLES_PER_GROUP",

@@ -17,6 +17,7 @@ import ssl
 from pathlib import Path
 from typing import Any
 
+from exporter.config.tls import MAX_TLS_FILE_BYTES, EncryptedKey, refuse_passphrase
 from exporter.small_files import (
     UnusableFile,
     described,
@@ -24,7 +25,6 @@ from exporter.small_files import (
     shown,
     small_file_problem,
 )
-from exporter.web.tls import MAX_TLS_FILE_BYTES, EncryptedKey, refuse_passphrase
 
 __all__ = [
     "MAX_TOKEN_BYTES",

@@ -1,0 +1,287 @@
+"""What a sweep came to, in constant memory: counts per status and reason, shifts, coverage,
+the judged sample, and the gate's decision on them.
+
+The data of a summary belongs to the core: every engine (the file sweep, the sweeps over the
+answer topic, Spark) adds to one and merges the partial ones of its batches.
+:mod:`exporter.outputs.report` renders it, as text or JSON.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from exporter.checks.coverage import CoverageStatus, CoverageVerdict
+from exporter.checks.evidence import Evidence
+from exporter.checks.verdict import Status, Verdict
+from exporter.pipeline.details import ReportDetails
+from exporter.pipeline.entailment_summary import EntailmentSummary
+from exporter.pipeline.gate import DRIFT, MISSING, UNREPAIRED, Gate, GateLine, GateResult
+from exporter.pipeline.outcome import Outcome
+
+__all__ = ["CoverageSummary", "SweepSummary"]
+
+_MAX_ERRORS_KEPT = 20
+# Topics counted one by one in a summary; an archive's further topics are counted as "other"
+# (a topic is the producer's free text: an archive may hold any number of them).
+_MAX_TOPICS_KEPT = 50
+_OTHER_TOPIC = "other"
+
+
+@dataclass
+class CoverageSummary:
+    """Coverage of the answers that carried sentences: claims, framing, uncited, per topic."""
+
+    answers: int = 0
+    claims: int = 0
+    framing: int = 0
+    uncited: int = 0
+    invalid: int = 0
+    answers_uncited: int = 0
+    uncited_topics: Counter[str] = field(default_factory=Counter)
+    # claims of answers some of whose citations could not be read: not known to be uncited
+    unjudged: int = 0
+    answers_unjudged: int = 0
+
+    def add(self, verdict: CoverageVerdict) -> None:
+        if verdict.status is CoverageStatus.INVALID:
+            self.invalid += 1
+            return
+        self.answers += 1
+        self.claims += len(verdict.claims)
+        self.framing += len(verdict.framing)
+        if verdict.unjudged:
+            self.unjudged += len(verdict.unjudged)
+            self.answers_unjudged += 1
+        if verdict.uncited:
+            self.uncited += len(verdict.uncited)
+            self.answers_uncited += 1
+            self.count_topic(verdict.topic or "", len(verdict.uncited))
+
+    def count_topic(self, topic: str, count: int) -> None:
+        if topic not in self.uncited_topics and len(self.uncited_topics) >= _MAX_TOPICS_KEPT:
+            topic = _OTHER_TOPIC
+        self.uncited_topics[topic] += count
+
+    def merge(self, other: CoverageSummary) -> None:
+        self.answers += other.answers
+        self.claims += other.claims
+        self.framing += other.framing
+        self.uncited += other.uncited
+        self.invalid += other.invalid
+        self.answers_uncited += other.answers_uncited
+        self.unjudged += other.unjudged
+        self.answers_unjudged += other.answers_unjudged
+        for topic, count in other.uncited_topics.items():
+            self.count_topic(topic, count)
+
+    @property
+    def judged(self) -> bool:
+        return bool(self.answers or self.invalid)
+
+    @property
+    def judged_claims(self) -> int:
+        """Claims whose citations could be read: the ones that are covered or uncited."""
+        return self.claims - self.unjudged
+
+    @property
+    def uncited_ratio(self) -> float:
+        """Uncited claims per judged claim: the share of what answers asserted that nothing
+        backs (claims whose citations could not be read are neither)."""
+        return self.uncited / self.judged_claims if self.judged_claims else 0.0
+
+
+@dataclass
+class SweepSummary:
+    """Accumulates verdicts in constant memory (shifts are kept as a value -> count map)."""
+
+    statuses: Counter[str] = field(default_factory=Counter)
+    reasons: Counter[tuple[str, str]] = field(default_factory=Counter)
+    methods: Counter[str] = field(default_factory=Counter)
+    # what told each repair's place apart: unique, context, position_hint
+    decided_by: Counter[str] = field(default_factory=Counter)
+    shifts: Counter[int] = field(default_factory=Counter)
+    unknown_shifts: int = 0
+    coverage: CoverageSummary = field(default_factory=CoverageSummary)
+    coverage_judged: bool = True  # False with --no-coverage: reported as not judged, not as 0
+    coverage_off: str = "switched off"  # why it was not judged, when it was not
+    # why no sample was judged, when that is worth a line (an engine that cannot judge one)
+    entailment_off: str | None = None
+    entailment: EntailmentSummary | None = None  # a judged sample, when the sweep drew one
+    invalid_chunk_records: int = 0
+    errors: list[str] = field(default_factory=list)
+    chunks_loaded: int = 0
+    documents_loaded: int = 0
+    elapsed_seconds: float = 0.0
+    # counted from verdict files (citation-exporter report): no chunk store was read
+    from_verdicts: bool = False
+    # per source, superseded documents and drift examples, for the HTML report
+    details: ReportDetails = field(default_factory=ReportDetails)
+
+    def add(self, verdict: Verdict, evidence: Evidence | None = None) -> None:
+        status = verdict.status
+        self.statuses[status] += 1
+        # the report's counts per source, inline: once per citation of a sweep
+        details = self.details
+        counts = details.by_source.get(verdict.source)
+        if counts is None:
+            counts = details.source(verdict.source)
+        counts[status] += 1
+        if status is Status.OK:
+            return
+        details.add_failure(verdict, evidence)
+        if verdict.reason is not None:
+            self.reasons[(status.value, verdict.reason)] += 1
+        repair = verdict.repair
+        if repair is not None:
+            self.methods[repair.method] += 1
+            self.decided_by[repair.how] += 1
+            if repair.shift is None:
+                self.unknown_shifts += 1
+            else:
+                self.shifts[repair.shift] += 1
+
+    def add_outcome(self, outcome: Outcome, where: str) -> None:
+        """Add every citation of one message and its coverage; keep the errors of invalid ones,
+        at ``where``."""
+        for checked in outcome.checked:
+            verdict = checked.verdict
+            self.add(verdict, checked.evidence)
+            if verdict.status is Status.INVALID:
+                at = where if checked.index is None else f"{where} citation #{checked.index}"
+                self.note_error(f"{at}: {verdict.error}")
+        coverage = outcome.coverage
+        if coverage is not None:
+            self.coverage.add(coverage)
+            if coverage.status is CoverageStatus.INVALID:
+                self.note_error(f"{where} sentences: {coverage.error}")
+
+    def add_counted(
+        self,
+        status: Status,
+        count: int,
+        *,
+        reason: str | None = None,
+        method: str | None = None,
+        how: str | None = None,
+        shift: int | None = None,
+    ) -> None:
+        """What :meth:`add` adds for ``count`` verdicts alike, added by count (an engine that
+        aggregates, as Spark does, and never holds the verdicts)."""
+        self.statuses[status] += count
+        if status is Status.OK:
+            return
+        if reason is not None:
+            self.reasons[(status.value, reason)] += count
+        if method is not None:
+            self.methods[method] += count
+            self.decided_by[how or ""] += count
+            if shift is None:
+                self.unknown_shifts += count
+            else:
+                self.shifts[shift] += count
+
+    def invalid_chunks(self, count: int, errors: Iterable[str] = ()) -> None:
+        """``count`` chunk records that could not be used; the first of their ``errors`` kept
+        (each as ``where: why``)."""
+        self.invalid_chunk_records += count
+        for message in errors:
+            self.note_error(message)
+
+    def store_loaded(self, chunks: int, documents: int) -> None:
+        """What the live store held once loaded, for the summary's first line."""
+        self.chunks_loaded = chunks
+        self.documents_loaded = documents
+
+    def took(self, seconds: float) -> None:
+        """Time spent sweeping (added: a sweep may be timed in parts)."""
+        self.elapsed_seconds += seconds
+
+    def merge(self, other: SweepSummary) -> None:
+        """Add the counts of a partial summary (one batch of a sweep) to this one."""
+        self.statuses.update(other.statuses)
+        self.reasons.update(other.reasons)
+        self.methods.update(other.methods)
+        self.decided_by.update(other.decided_by)
+        self.shifts.update(other.shifts)
+        self.unknown_shifts += other.unknown_shifts
+        self.coverage.merge(other.coverage)
+        self.details.merge(other.details)
+        self.invalid_chunk_records += other.invalid_chunk_records
+        for message in other.errors:
+            self.note_error(message)
+
+    def note_error(self, message: str) -> None:
+        """Keep the first few error messages for the report (all of them are counted)."""
+        if len(self.errors) < _MAX_ERRORS_KEPT:
+            self.errors.append(message)
+
+    @property
+    def citations(self) -> int:
+        return sum(self.statuses.values())
+
+    @property
+    def valid(self) -> int:
+        return self.citations - self.statuses[Status.INVALID]
+
+    @property
+    def drift(self) -> int:
+        return self.statuses[Status.DRIFT_REPAIRED] + self.statuses[Status.DRIFT_UNREPAIRED]
+
+    @property
+    def drift_ratio(self) -> float:
+        return self.drift / self.valid if self.valid else 0.0
+
+    @property
+    def repaired_ratio(self) -> float:
+        """Drift that was repaired, per valid citation (applying the repairs fixes these)."""
+        return self._share(Status.DRIFT_REPAIRED)
+
+    @property
+    def unrepaired_ratio(self) -> float:
+        """Drift that could not be repaired, per valid citation (readers see these broken)."""
+        return self._share(Status.DRIFT_UNREPAIRED)
+
+    @property
+    def missing_ratio(self) -> float:
+        """Citations whose document is gone, per valid citation."""
+        return self._share(Status.DOCUMENT_MISSING)
+
+    @property
+    def superseded_ratio(self) -> float:
+        return self._share(Status.SUPERSEDED)
+
+    def _share(self, status: Status) -> float:
+        return self.statuses[status] / self.valid if self.valid else 0.0
+
+    @property
+    def citations_per_second(self) -> float:
+        return self.citations / self.elapsed_seconds if self.elapsed_seconds > 0 else 0.0
+
+    def missing_input(self) -> str | None:
+        """Why this sweep read nothing to judge by, when it did (a gate must not pass then)."""
+        if self.from_verdicts:
+            return None if self.valid else "no valid verdicts were read: is this the right file?"
+        if not self.chunks_loaded:
+            return "no chunk was loaded: is this the right --chunks file?"
+        if not self.valid:
+            return "no valid citations were read: is this the right --citations file?"
+        return None
+
+    def judge(self, gate: Gate) -> GateResult:
+        """Each line of the gate against this sweep; without ``gate.allow_empty``, a sweep with
+        nothing to judge by fails it."""
+        drift = (
+            GateLine(UNREPAIRED, self.unrepaired_ratio, gate.drift_above)
+            if gate.unrepaired_only
+            else GateLine(DRIFT, self.drift_ratio, gate.drift_above)
+        )
+        no_store = not self.chunks_loaded and not self.from_verdicts
+        waived = "no chunk was loaded" if no_store and gate.allow_empty else None
+        missing = GateLine(MISSING, self.missing_ratio, gate.missing_above, waived)
+        empty = None if gate.allow_empty else self.missing_input()
+        return GateResult((drift, missing), empty)
+
+    def passed(self, gate: Gate) -> bool:
+        return self.judge(gate).passed

@@ -1,0 +1,99 @@
+"""One sweep, whatever feeds it: the per-record step of every sweep engine.
+
+A sweep re-checks an archive of answers against the live store. The file sweep (its lines, in
+worker processes), the sweeps over the answer topic (an instance's, a consumer group's) and
+the replay all hand their records, a batch at a time, to a :class:`SweepStep`: it checks each
+record in sweep mode, says which verdicts a sweep publishes, adds the outcome to the batch's
+summary and offers its judgeable citations to the judge's sample. Only this module's step and
+the summary's own methods write a summary, so every engine counts alike.
+
+Pure: no I/O. A batch is merged into the sweep's summary (and its candidates into the sample)
+by the engine once the batch is done: a file sweep when its worker returns it, a topic sweep
+once the verdicts it published are delivered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from exporter.checks.engine import Policy
+from exporter.checks.store import ChunkStore
+from exporter.checks.verdict import Status
+from exporter.pipeline.drawing import Drawing, PackedCandidate
+from exporter.pipeline.messages import check_message, unread
+from exporter.pipeline.outcome import Mode, Origin, Outcome
+from exporter.pipeline.sampling import Stratum
+from exporter.pipeline.summary import SweepSummary
+from exporter.records.limits import Oversized
+
+__all__ = ["SweepBatch", "SweepStep", "sweep_publish"]
+
+
+@dataclass(slots=True)
+class SweepBatch:
+    """What one batch of a sweep came to: its part of the summary, and of the sample."""
+
+    # the sample's per-stratum thresholds when the batch began (candidates above are not kept)
+    thresholds: dict[Stratum, int] = field(default_factory=dict)
+    summary: SweepSummary = field(default_factory=SweepSummary)
+    # judgeable citations per stratum, and those worth offering to the sample
+    counts: dict[Stratum, int] = field(default_factory=dict)
+    candidates: list[tuple[Stratum, int, str, PackedCandidate]] = field(default_factory=list)
+
+
+def sweep_publish(outcome: Outcome) -> None:
+    """What a sweep publishes of an outcome: its failing verdicts (not its invalid inputs, which
+    were dead-lettered when first consumed; not its coverage, which depends on the answer
+    alone and was published then)."""
+    for checked in outcome.checked:
+        status = checked.verdict.status
+        if status is not Status.INVALID and status is not Status.OK:
+            outcome.publish.append(checked.verdict)
+
+
+class SweepStep:
+    """Checks one record of an archive, counts it in its batch, and draws from it.
+
+    ``drawing`` is this process's part of drawing the judge's sample (None: no sample is
+    drawn); the policy must then keep judge inputs (``judge_rate`` 1).
+    """
+
+    __slots__ = ("drawing", "policy", "store")
+
+    def __init__(self, store: ChunkStore, policy: Policy, drawing: Drawing | None = None) -> None:
+        self.store = store
+        self.policy = policy
+        self.drawing = drawing
+
+    def record(
+        self,
+        batch: SweepBatch,
+        value: bytes | Oversized | None,
+        origin: Origin,
+        where: str,
+        *,
+        key: bytes | None = None,
+        partition: int | None = None,
+    ) -> Outcome:
+        """The outcome of one record (a line never read, as ``Oversized``, is an invalid one),
+        added to ``batch``; ``where`` names the record in the summary's errors, ``partition``
+        draws a Kafka partition's keys from a seed of its own."""
+        if isinstance(value, Oversized):
+            error = value.describe(self.policy.limits.max_message_bytes)
+            outcome = unread(origin, error, Mode.SWEEP)
+        else:
+            outcome = check_message(
+                value, key, origin, store=self.store, policy=self.policy, mode=Mode.SWEEP
+            )
+            sweep_publish(outcome)
+        batch.summary.add_outcome(outcome, where)
+        if self.drawing is not None:
+            self.drawing.add(
+                outcome.checked,
+                origin.offset,
+                batch.thresholds,
+                batch.counts,
+                batch.candidates,
+                partition=partition,
+            )
+        return outcome
