@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
@@ -28,6 +29,9 @@ from aiokafka.errors import (
 from kafka_support import unsecured_jwt
 from pydantic import SecretStr
 
+from exporter.checks import engine
+from exporter.checks.engine import Policy
+from exporter.checks.store import ChunkStore
 from exporter.config.kafka import OWN_KAFKA_OPTIONS
 from exporter.kafka import clients
 from exporter.kafka.clients import (
@@ -40,8 +44,8 @@ from exporter.kafka.clients import (
 )
 from exporter.kafka.diagnose import TokenRejectedError, explain
 from exporter.kafka.publish import CONNECT_STAGES, Publisher
+from exporter.pipeline.messages import check_message
 from exporter.pipeline.outcome import DeadLetter, Origin
-from exporter.records.schema import InvalidCitation
 from exporter.settings import Settings
 
 
@@ -333,20 +337,46 @@ def test_a_dead_letter_carries_kafka_connects_error_headers() -> None:
     }
 
 
-def test_a_check_that_raised_is_a_task_put_failure_naming_the_exception() -> None:
+def test_a_check_that_raised_is_a_task_put_failure_naming_the_exception(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The exception's class travels as a type from where it was caught to the header."""
+
+    def divide(*_: object) -> None:
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr(engine, "check_citation", divide)
+    citation = {
+        "citation_id": "c",
+        "doc_id": "d",
+        "doc_version": "v1",
+        "chunk_id": "d#0",
+        "chunk_span": [0, 1],
+        "quote": "x",
+    }
+    value = orjson.dumps({"answer_id": "a", "citations": [citation, {"citation_id": 7}]})
+    outcome = check_message(
+        value, None, Origin("rag.answers", 0, 5), store=ChunkStore(), policy=Policy()
+    )
+    letter = outcome.dead_letter
+    assert letter is not None and letter.exception == "ZeroDivisionError"
+    connect = dict(_published(letter))
+    assert connect["__connect.errors.stage"] == b"TASK_PUT"
+    assert connect["__connect.errors.class.name"] == b"exporter.pipeline"
+    assert connect["__connect.errors.exception.class.name"] == b"ZeroDivisionError"
+    assert connect["invalid_citations"] == b"2" and connect["citation_indexes"] == b"0,1"
+
+
+def test_an_error_text_that_looks_like_a_raised_exception_names_none() -> None:
+    """What a record's own text says is never read back as an exception's class."""
     letter = DeadLetter(
         Origin("rag.answers", 0, 5),
         b"{}",
         None,
         "check_failed",
-        "2 invalid citations: #0: checking failed: ZeroDivisionError: division by zero; #1: x",
-        citations=(InvalidCitation("x", index=0, reason="check_failed"),),
+        "#0: checking failed: Injected: text from the record",
     )
-    connect = dict(_published(letter))
-    assert connect["__connect.errors.stage"] == b"TASK_PUT"
-    assert connect["__connect.errors.class.name"] == b"exporter.pipeline"
-    assert connect["__connect.errors.exception.class.name"] == b"ZeroDivisionError"
-    assert connect["invalid_citations"] == b"1" and connect["citation_indexes"] == b"0"
+    assert dict(_published(letter))["__connect.errors.exception.class.name"] == b"Exception"
 
 
 @pytest.mark.parametrize("reason", sorted(CONNECT_STAGES))

@@ -645,10 +645,10 @@ def test_the_exporter_is_ready_once_the_store_caught_up_and_not_after_it_stopped
     async def no_problem(_: Settings) -> None:
         return None
 
-    monkeypatch.setattr(runtime, "make_consumer", make_consumer)
-    monkeypatch.setattr(runtime, "make_producer", lambda _: FakeProducer(broker))
-    monkeypatch.setattr(runtime, "diagnose", no_problem)
-    exporter = runtime.Exporter(settings)
+    clients = runtime.KafkaClients(
+        consumer=make_consumer, producer=lambda _: FakeProducer(broker), diagnose=no_problem
+    )
+    exporter = runtime.Exporter(settings, clients=clients)
     state = exporter.state
 
     def gauge() -> float | None:
@@ -704,12 +704,14 @@ def test_sigterm_while_shared_sweeps_wait_for_the_broker_ends_the_run(
     def make_consumer(_: Settings, role: str, group_id: str | None = None) -> FakeConsumer:
         return FakeConsumer(broker, group_id=group_id)
 
-    monkeypatch.setattr(runtime, "make_consumer", make_consumer)
-    monkeypatch.setattr(runtime, "make_producer", lambda _: FakeProducer(broker))
-    monkeypatch.setattr(runtime, "diagnose", no_problem)
-    monkeypatch.setattr(runtime, "prepare_sweeps_topic", broker_away)
     monkeypatch.setattr(runtime, "SHUTDOWN_GRACE_SECONDS", 0.01)
-    exporter = runtime.Exporter(settings)
+    clients = runtime.KafkaClients(
+        consumer=make_consumer,
+        producer=lambda _: FakeProducer(broker),
+        diagnose=no_problem,
+        prepare_sweeps_topic=broker_away,
+    )
+    exporter = runtime.Exporter(settings, clients=clients)
 
     async def scenario() -> bool:
         stop = asyncio.Event()

@@ -477,8 +477,8 @@ def test_a_broker_lost_after_start_up_is_named_once_and_its_return_too(
         return next(causes, None)
 
     monkeypatch.setattr(runtime, "CONNECTION_CHECK_SECONDS", 0.01)
-    monkeypatch.setattr(runtime, "diagnose", diagnose)
-    running = Exporter(Settings(metrics_port=0, metrics_host="127.0.0.1"))
+    settings = Settings(metrics_port=0, metrics_host="127.0.0.1")
+    running = Exporter(settings, clients=runtime.KafkaClients(diagnose=diagnose))
     running.state.problem = None
     seen: list[str | None] = []
 

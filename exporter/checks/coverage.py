@@ -64,6 +64,8 @@ class CoverageVerdict:
     unjudged: list[int] = field(default_factory=list)
     reason: str | None = None
     error: str | None = None
+    # with check_failed: the class of what the classifier raised (for the DLQ's headers)
+    exception: str | None = None
 
 
 # bound once: an enum member looked up on its class costs more than the rest of the loop
@@ -73,9 +75,14 @@ _KEEP, _MARK = CoverageAction.KEEP, CoverageAction.MARK_UNCITED
 
 
 def invalid_coverage(
-    answer_id: str | None, topic: str | None, error: str, reason: str = "invalid_record"
+    answer_id: str | None,
+    topic: str | None,
+    error: str,
+    reason: str = "invalid_record",
+    exception: str | None = None,
 ) -> CoverageVerdict:
-    """The verdict of an answer whose coverage cannot be judged: fix the record."""
+    """The verdict of an answer whose coverage cannot be judged: fix the record (``exception``:
+    the class of what the classifier raised, when it raised)."""
     return CoverageVerdict(
         answer_id,
         CoverageStatus.INVALID,
@@ -83,6 +90,7 @@ def invalid_coverage(
         topic=topic,
         reason=reason,
         error=bounded(error),
+        exception=exception,
     )
 
 
@@ -125,7 +133,9 @@ def check_coverage(
                 claims.append(index)
                 uncited.append(index)
     except (Exception, SystemExit) as exc:  # one answer never stops the checks
-        return invalid_coverage(answer_id, topic, failure("classifying", exc), "check_failed")
+        return invalid_coverage(
+            answer_id, topic, failure("classifying", exc), "check_failed", type(exc).__name__
+        )
     if uncited and unreadable:
         return CoverageVerdict(
             answer_id,

@@ -103,6 +103,7 @@ def check_or_report(
             citation.doc_id,
             index,
             reason="check_failed",
+            exception=type(exc).__name__,
         )
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import socket
 from collections.abc import Awaitable
 from typing import Any
@@ -57,8 +56,6 @@ CONNECT_STAGES = {
 }
 # Where Connect names the converter or task class, the module that judged the record.
 _CONNECT_EXECUTING = {"VALUE_CONVERTER": decode.__name__, "TASK_PUT": "exporter.pipeline"}
-# exporter.records.limits.failure(): "handling failed: KeyError: ..."
-_RAISED = re.compile(r"\bfailed: ([A-Za-z_][\w.]*): ")
 
 
 def _qualified(error: type[Exception]) -> str:
@@ -70,8 +67,7 @@ def _connect_headers(letter: DeadLetter, connector: str, task: str) -> list[tupl
     the exception class of a check that raised, or the decoder's InvalidJson or RecordError."""
     stage = CONNECT_STAGES.get(letter.reason, "TASK_PUT")
     if stage == "TASK_PUT":
-        raised = _RAISED.search(letter.error)
-        exception = raised.group(1) if raised else "Exception"
+        exception = letter.exception or "Exception"
     else:
         exception = _qualified(InvalidJson if letter.reason == "invalid_json" else RecordError)
     prefix = "__connect.errors."

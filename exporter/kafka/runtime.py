@@ -66,6 +66,21 @@ _PROBLEM_REMINDER_SECONDS = 300.0
 
 
 @dataclass(frozen=True, slots=True)
+class KafkaClients:
+    """Where the exporter's Kafka clients come from: the seam its tests pass fakes through.
+
+    ``consumer(settings, role, group_id=None)`` and ``producer(settings)`` make clients;
+    ``diagnose(settings)`` says why the broker cannot be used (None: it can);
+    ``prepare_sweeps_topic(settings, topic)`` makes sure the shared sweeps' topic exists.
+    """
+
+    consumer: Callable[..., AIOKafkaConsumer] = make_consumer
+    producer: Callable[[Settings], AIOKafkaProducer] = make_producer
+    diagnose: Callable[[Settings], Awaitable[str | None]] = diagnose
+    prepare_sweeps_topic: Callable[[Settings, str], Awaitable[None]] = prepare_sweeps_topic
+
+
+@dataclass(frozen=True, slots=True)
 class _Shared:
     """The clients a sweep the group shares uses besides the service's own."""
 
@@ -76,21 +91,21 @@ class _Shared:
 
 
 def _clients(
-    settings: Settings,
+    settings: Settings, make: KafkaClients
 ) -> tuple[AIOKafkaProducer, AIOKafkaConsumer, AIOKafkaConsumer, AIOKafkaConsumer, _Shared | None]:
     """The service's clients: the producer and the chunk, answer and control consumers, and
     those of a sweep the group shares unless ``share_sweeps`` is off (its control consumer is
     in no group then: every instance reads every request)."""
-    producer = make_producer(settings)
-    chunks = make_consumer(settings, "chunks")
-    answers = make_consumer(settings, "answers", group_id=settings.group_id)
+    producer = make.producer(settings)
+    chunks = make.consumer(settings, "chunks")
+    answers = make.consumer(settings, "answers", group_id=settings.group_id)
     shared = settings.shared_sweeps_topic is not None
-    control = make_consumer(
+    control = make.consumer(
         settings, "control", group_id=None if shared else f"{settings.group_id}.control"
     )
     sharing = None
     if shared:
-        sharing = _Shared(producer, control, answers, make_consumer(settings, "sweeps"))
+        sharing = _Shared(producer, control, answers, make.consumer(settings, "sweeps"))
     return producer, chunks, answers, control, sharing
 
 
@@ -103,10 +118,13 @@ class Exporter:
         registry: CollectorRegistry | None = None,
         *,
         freeze_store: bool = False,
+        clients: KafkaClients | None = None,
     ) -> None:
         """``freeze_store``: once loaded, hide the store from the cyclic garbage collector
-        (:mod:`exporter.memory`); for the process that runs one exporter, not for tests."""
+        (:mod:`exporter.memory`); for the process that runs one exporter, not for tests.
+        ``clients``: where the Kafka clients come from (the real ones by default)."""
         self.settings = settings
+        self.clients = clients if clients is not None else KafkaClients()
         self._freeze_store = freeze_store
         # one source for readiness, the problem, the live store, lag and sweep progress: the
         # loops write it, /readyz, /healthz and the state gauges read it
@@ -168,7 +186,7 @@ class Exporter:
         if isinstance(exc, RestartRequired):
             return str(exc)
         try:
-            cause = await diagnose(self.settings)
+            cause = await self.clients.diagnose(self.settings)
         except Exception as probe_error:  # the probe must never be the next problem
             log.debug("diagnosis failed: %r", probe_error)
             cause = None
@@ -179,7 +197,9 @@ class Exporter:
         # a fresh store each time: tombstones compacted away while we were gone must not leave
         # deleted chunks behind
         store = self.state.store = ChunkStore()
-        producer, chunk_consumer, answer_consumer, control_consumer, sharing = _clients(settings)
+        producer, chunk_consumer, answer_consumer, control_consumer, sharing = _clients(
+            settings, self.clients
+        )
         # every client is stopped at the end, started or not: one that failed to start
         # still holds a connection pool, and warns "Unclosed" when collected
         clients: list[AIOKafkaProducer | AIOKafkaConsumer] = [
@@ -324,7 +344,7 @@ class Exporter:
             if stop.is_set():
                 return
             try:
-                cause = await diagnose(self.settings)
+                cause = await self.clients.diagnose(self.settings)
             except Exception as probe_error:  # the probe must never be the next problem
                 log.debug("diagnosis failed: %r", probe_error)
                 continue
@@ -370,7 +390,7 @@ class Exporter:
         settings = self.settings
         sweeps_topic, answers_topic = settings.shared_sweeps_topic, settings.answers_topic
         assert sweeps_topic is not None
-        await prepare_sweeps_topic(settings, sweeps_topic)
+        await self.clients.prepare_sweeps_topic(settings, sweeps_topic)
         producer = clients.producer
         await clients.progress.start()
 

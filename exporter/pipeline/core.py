@@ -93,7 +93,12 @@ class Pipeline:
             letter = self._apply_chunk(record, origin)
         except Exception as exc:  # nothing one record holds may stop the store's loading
             letter = DeadLetter(
-                origin, record.value, record.key, "check_failed", failure("handling", exc)
+                origin,
+                record.value,
+                record.key,
+                "check_failed",
+                failure("handling", exc),
+                exception=type(exc).__name__,
             )
         return Outcome(origin, dead_letter=letter)
 

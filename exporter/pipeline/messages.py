@@ -99,8 +99,19 @@ def _letter(
         reason = invalid[0].reason  # the citations' reason first: their counts key on it
     if not parts:
         return None
+    # what raised first, in the order the error lists them: the sentences, then the citations
+    raised = [coverage.exception] if coverage is not None and bad_sentences else []
+    raised += [item.exception for item in invalid[:_ERRORS_LISTED]]
+    exception = next((name for name in raised if name is not None), None)
     return DeadLetter(
-        origin, value, key, reason, bounded("; ".join(parts)), tuple(invalid), bad_sentences
+        origin,
+        value,
+        key,
+        reason,
+        bounded("; ".join(parts)),
+        tuple(invalid),
+        bad_sentences,
+        exception=exception,
     )
 
 
@@ -205,7 +216,14 @@ def check_message(
     try:
         return _check(value, key, origin, store, policy, mode)
     except Exception as exc:  # nothing one message holds may stop the checks
-        letter = DeadLetter(origin, value, key, "check_failed", failure("handling", exc))
+        letter = DeadLetter(
+            origin,
+            value,
+            key,
+            "check_failed",
+            failure("handling", exc),
+            exception=type(exc).__name__,
+        )
         return unusable(letter, mode)
 
 

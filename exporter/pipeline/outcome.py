@@ -65,6 +65,9 @@ class DeadLetter:
     citations: tuple[InvalidCitation, ...] = field(default=())
     invalid_sentences: bool = False
     truncated_from: int | None = None  # the size of ``value`` before it was cut to its head
+    # with check_failed: the class of the first exception a check raised, carried as a type's
+    # name from where it was caught (never parsed back out of ``error``)
+    exception: str | None = None
 
     @property
     def indexes(self) -> list[int]:

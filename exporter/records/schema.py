@@ -75,6 +75,8 @@ class InvalidCitation:
     doc_id: str | None = None
     index: int | None = None
     reason: str = "invalid_record"
+    # with check_failed: the class of what the check raised (for the DLQ's Connect headers)
+    exception: str | None = None
 
 
 @dataclass(slots=True)

@@ -205,7 +205,14 @@ def citation_rows(line: int, raw: bytes, limits: Limits) -> list[tuple[Row, bool
     try:
         return _decoded(line, raw, origin, limits)
     except Exception as exc:  # nothing one line holds may stop the sweep
-        letter = DeadLetter(origin, raw, None, "check_failed", failure("handling", exc))
+        letter = DeadLetter(
+            origin,
+            raw,
+            None,
+            "check_failed",
+            failure("handling", exc),
+            exception=type(exc).__name__,
+        )
         return _finished(line, unusable(letter, Mode.SWEEP))
 
 
