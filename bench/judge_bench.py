@@ -23,8 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from exporter.checks.entailment import EntailmentResult  # noqa: E402
-from exporter.judge import OpenAIJudge, OpenAIJudgeConfig  # noqa: E402
+from exporter.config.judge import OpenAIJudgeConfig  # noqa: E402
+from exporter.entailment.openai import OpenAIJudge  # noqa: E402
+from exporter.entailment.results import EntailmentResult  # noqa: E402
 from tests.judge_server import JudgeServer, Reply  # noqa: E402
 
 EVIDENCE = "Refunds are accepted within 30 days of purchase, with the receipt. " * 8

@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from exporter.checks.lexical import (  # noqa: E402
+from exporter.entailment.lexical import (  # noqa: E402
     MAX_CLAIM_CHARS,
     MAX_EVIDENCE_CHARS,
     LexicalJudge,

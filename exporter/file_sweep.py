@@ -26,11 +26,11 @@ from typing import IO
 from exporter.checks.engine import Policy
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status
+from exporter.entailment.drawing import Drawing, PackedCandidate
+from exporter.entailment.sampling import StratifiedSample, Stratum
 from exporter.files.jsonl import OutputError
 from exporter.outputs.verdicts import verdict_json
-from exporter.pipeline.drawing import Drawing, PackedCandidate
 from exporter.pipeline.outcome import Origin
-from exporter.pipeline.sampling import StratifiedSample, Stratum
 from exporter.pipeline.summary import SweepSummary
 from exporter.pipeline.sweep import SweepBatch, SweepStep
 from exporter.records.decode import RecordError, decode_chunk, parse_json

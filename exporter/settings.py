@@ -103,7 +103,7 @@ _MAX_PROBLEMS = 5
 
 class JudgeSettings(BaseSettings):
     """How citations are judged for entailment: the judge, its endpoint, what it may cost,
-    and how much of the traffic and of a sweep it reads (see exporter.checks.entailment).
+    and how much of the traffic and of a sweep it reads (see exporter.entailment.results).
 
     The service's settings include these; ``citation-exporter sweep`` reads them alone, from
     the same environment variables (:func:`load_judge_settings`).

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from exporter.pipeline.drawing import Drawing
+from exporter.entailment.drawing import Drawing
 from exporter.pipeline.outcome import Origin, Outcome
 from exporter.pipeline.sweep import SweepBatch, SweepStep
 from exporter.records.limits import Oversized

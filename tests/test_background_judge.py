@@ -14,11 +14,11 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from exporter.checks.engine import Policy
-from exporter.checks.entailment import EntailmentAction, EntailmentResult, Judgement
-from exporter.checks.lexical import LexicalJudge
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Verdict
-from exporter.judge.background import BackgroundJudge, HourlyBudget
+from exporter.entailment.background import BackgroundJudge, HourlyBudget
+from exporter.entailment.lexical import LexicalJudge
+from exporter.entailment.results import EntailmentAction, EntailmentResult, Judgement
 from exporter.outputs.metrics import ExporterMetrics, SourceLabels
 from exporter.pipeline.messages import check_message
 from exporter.pipeline.outcome import Mode, Origin, Outcome

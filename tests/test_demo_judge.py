@@ -23,11 +23,11 @@ from typing import Any
 import pytest
 from judge_server import JudgeServer, Reply, completion
 
-from exporter.checks.entailment import EntailmentResult, Judgement
-from exporter.checks.lexical import LexicalJudge
 from exporter.cli import main
-from exporter.judge.background import HourlyBudget
-from exporter.judge.thread import JudgeThread
+from exporter.entailment.background import HourlyBudget
+from exporter.entailment.lexical import LexicalJudge
+from exporter.entailment.results import EntailmentResult, Judgement
+from exporter.entailment.thread import JudgeThread
 from exporter.simulate.scenario import LEAD_INS, ScenarioConfig, build_scenario
 
 KEY = "sk-demo-test-5b1e9c07d2"

@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from exporter.checks.entailment import (
+from exporter.checks.verdict import Action, Status, Verdict
+from exporter.entailment.results import (
     EntailmentAction,
     EntailmentResult,
     Judgement,
     entailment_action,
 )
-from exporter.checks.verdict import Action, Status, Verdict
 from exporter.outputs.verdicts import entailment_json
 
 HIGH = frozenset({"legal", "pricing"})

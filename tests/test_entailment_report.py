@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from exporter.checks.entailment import EntailmentResult, Judgement
-from exporter.outputs.entailment_report import entailment_json, entailment_lines
-from exporter.pipeline.entailment_summary import EntailmentSummary
-from exporter.pipeline.sampling import Stratum
+from exporter.entailment.report import entailment_json, entailment_lines
+from exporter.entailment.results import EntailmentResult, Judgement
+from exporter.entailment.sampling import Stratum
+from exporter.entailment.summary import EntailmentSummary
 
 EXACT, CONDITIONAL = Stratum("under_7d", "exact"), Stratum("under_7d", "conditional")
 

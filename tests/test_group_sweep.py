@@ -18,8 +18,9 @@ from prometheus_client import CollectorRegistry
 from sweep_watch import WatchedStep
 
 from exporter.checks.engine import Policy
-from exporter.checks.lexical import LexicalJudge
-from exporter.judging import SampleJudging
+from exporter.entailment.drawing import Drawing
+from exporter.entailment.judging import SampleJudging
+from exporter.entailment.lexical import LexicalJudge
 from exporter.kafka.group_sweep import GroupSweeper, ProgressFollower, RequestListener
 from exporter.kafka.publish import Publisher
 from exporter.kafka.sweep_progress import (
@@ -30,7 +31,6 @@ from exporter.kafka.sweep_progress import (
 )
 from exporter.outputs.metrics import ExporterMetrics, SourceLabels
 from exporter.pipeline.core import Pipeline, Record
-from exporter.pipeline.drawing import Drawing
 from exporter.pipeline.outcome import Origin
 from exporter.pipeline.sweep import SweepStep
 

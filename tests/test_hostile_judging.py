@@ -15,16 +15,16 @@ import pytest
 from conftest import REFUND_TEXT, chunk_record, claims_archive, store_of
 
 from exporter.checks.engine import Policy
-from exporter.checks.entailment import CLAIM_CHARS_KEPT, EntailmentResult, Judgement
-from exporter.checks.lexical import LexicalJudge
 from exporter.checks.verdict import Action, Status, Verdict
 from exporter.cli import main
-from exporter.judging import judge_sample_async
-from exporter.pipeline.drawing import Candidate
-from exporter.pipeline.entailment_summary import EntailmentSummary
+from exporter.entailment.drawing import Candidate
+from exporter.entailment.judging import judge_sample_async
+from exporter.entailment.lexical import LexicalJudge
+from exporter.entailment.results import CLAIM_CHARS_KEPT, EntailmentResult, Judgement
+from exporter.entailment.sampling import STRATA
+from exporter.entailment.summary import EntailmentSummary
 from exporter.pipeline.messages import check_message
 from exporter.pipeline.outcome import JudgeInput, Mode, Origin, evidence_crc
-from exporter.pipeline.sampling import STRATA
 
 TEXT = REFUND_TEXT
 

@@ -24,11 +24,12 @@ from prometheus_client import CollectorRegistry
 from sweep_watch import WatchedStep, watching
 
 from exporter.checks.engine import Policy
-from exporter.checks.entailment import EntailmentResult, Judgement
-from exporter.checks.lexical import LexicalJudge
 from exporter.checks.verdict import Status
+from exporter.entailment.drawing import Drawing
+from exporter.entailment.judging import SampleJudging
+from exporter.entailment.lexical import LexicalJudge
+from exporter.entailment.results import EntailmentResult, Judgement
 from exporter.errors import RestartRequired
-from exporter.judging import SampleJudging
 from exporter.kafka import runtime, topic_sweep
 from exporter.kafka.answers import AnswerChecker
 from exporter.kafka.chunks import ChunkFollower
@@ -37,7 +38,6 @@ from exporter.kafka.publish import Publisher
 from exporter.kafka.topic_sweep import SweepRunner
 from exporter.outputs.metrics import ExporterMetrics, SourceLabels
 from exporter.pipeline.core import Pipeline, Record
-from exporter.pipeline.drawing import Drawing
 from exporter.pipeline.outcome import Origin, Outcome
 from exporter.pipeline.sweep import SweepStep
 from exporter.records.decode import decode_chunk

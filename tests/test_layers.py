@@ -1,7 +1,8 @@
 """The layout tells the truth: the import rules of the architecture, checked on the source.
 
-records -> checks -> pipeline is the pure core: it imports no adapter (Kafka, HTTP, the model
-judge, Spark, the command line, files and sources' implementations), nothing of the outputs
+records -> checks -> pipeline (and entailment's pure part) is the pure core: it imports no
+adapter (Kafka, HTTP, the model judge, Spark, the command line, files and sources'
+implementations), nothing of the outputs
 (a summary's data belongs to the core, its rendering to outputs) and not the settings. The
 settings import no adapter: they build the adapters' configurations (exporter.config), and
 the adapters take those. No two modules import each other, directly or around a cycle
@@ -17,18 +18,32 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "exporter"
-CORE = ("exporter.records", "exporter.checks", "exporter.pipeline")
+# the pure part of entailment belongs to the core (results, lexical, sampling, drawing, summary)
+CORE = (
+    "exporter.records",
+    "exporter.checks",
+    "exporter.pipeline",
+    "exporter.entailment.results",
+    "exporter.entailment.lexical",
+    "exporter.entailment.sampling",
+    "exporter.entailment.drawing",
+    "exporter.entailment.summary",
+)
 ADAPTERS = (
     "exporter.kafka",
     "exporter.web",
-    "exporter.judge",
     "exporter.spark",
     "exporter.cli",
     "exporter.demo",
     "exporter.files",
     "exporter.sources.jsonl",
+    "exporter.entailment.openai",
+    "exporter.entailment.labels",
+    "exporter.entailment.background",
+    "exporter.entailment.thread",
+    "exporter.entailment.judging",
 )
-OUTPUTS = ("exporter.outputs",)
+OUTPUTS = ("exporter.outputs", "exporter.entailment.report")
 SETTINGS = ("exporter.settings",)
 
 

@@ -18,13 +18,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from labelled_sets import precision_recall
 
-from exporter.checks.entailment import EntailmentResult, SyncJudge
-from exporter.checks.lexical import (
+from exporter.entailment.lexical import (
     MAX_CLAIM_CHARS,
     MAX_EVIDENCE_CHARS,
     MAX_REASON_CHARS,
     LexicalJudge,
 )
+from exporter.entailment.results import EntailmentResult, SyncJudge
 
 ENTAILED = EntailmentResult.ENTAILED
 NOT_ENTAILED = EntailmentResult.NOT_ENTAILED
@@ -225,7 +225,7 @@ def test_hostile_pairs(claim: str, evidence: str) -> None:
 
 
 def test_a_failure_inside_is_unknown_not_an_exception(monkeypatch: pytest.MonkeyPatch) -> None:
-    from exporter.checks import lexical
+    from exporter.entailment import lexical
 
     def broken(claim: str, evidence: str) -> str:
         raise RuntimeError("bug")

@@ -24,18 +24,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from exporter.checks.entailment import EntailmentResult, Judgement
-from exporter.errors import SettingsError
-from exporter.judge import OpenAIJudge, OpenAIJudgeConfig, parse_label
-from exporter.judge.labels import (
+from exporter.config.judge import OpenAIJudgeConfig
+from exporter.entailment.labels import (
     MAX_JSON_REPLY_CHARS,
     MAX_TEXT_CHARS,
     SYSTEM_PROMPT,
     TRUNCATED,
     messages,
+    parse_label,
     prepare,
 )
-from exporter.judge.openai import MAX_REPLY_BYTES, retry_after_seconds
+from exporter.entailment.openai import MAX_REPLY_BYTES, OpenAIJudge, retry_after_seconds
+from exporter.entailment.results import EntailmentResult, Judgement
+from exporter.errors import SettingsError
 from exporter.records.limits import MAX_ERROR_BYTES
 from tests.judge_server import JudgeServer, Reply, completion
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from exporter.pipeline.sampling import (
+from exporter.entailment.sampling import (
     AGE_BANDS,
     FAMILIES,
     KeyFilter,

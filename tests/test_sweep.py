@@ -12,9 +12,9 @@ import pytest
 
 import exporter.file_sweep
 from exporter.checks.engine import Policy
+from exporter.entailment.drawing import PackedCandidate, chosen_candidates
+from exporter.entailment.sampling import StratifiedSample
 from exporter.file_sweep import load_store, run_sweep
-from exporter.pipeline.drawing import PackedCandidate, chosen_candidates
-from exporter.pipeline.sampling import StratifiedSample
 from exporter.pipeline.summary import SweepSummary
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario

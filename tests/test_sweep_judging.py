@@ -13,7 +13,7 @@ from judge_server import JudgeServer, Reply, completion
 
 from exporter.checks.verdict import Action, FailedCheck, Repair, Status, Verdict
 from exporter.cli import main
-from exporter.pipeline.drawing import Candidate
+from exporter.entailment.drawing import Candidate
 from exporter.pipeline.outcome import JudgeInput
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario

@@ -12,7 +12,7 @@ from exporter.defaults import DEFAULT_METRICS_PORT
 from exporter.outputs.report import summary_text
 
 if TYPE_CHECKING:
-    from exporter.judge.thread import JudgeThread
+    from exporter.entailment.thread import JudgeThread
     from exporter.settings import Settings
 
 # The judge's settings the demo's flags override (by setting name; each flag is its name).
@@ -127,9 +127,9 @@ def _model_judge(settings: Settings) -> tuple[JudgeThread, str] | None:
     """The model judge the settings configure, in a thread of its own, and its name; None
     for the lexical judge alone."""
     # imported here: the demo starts without the HTTP client unless it calls a model
-    from exporter.judge.background import HourlyBudget  # noqa: PLC0415
-    from exporter.judge.thread import JudgeThread  # noqa: PLC0415
-    from exporter.judging import model_judge  # noqa: PLC0415
+    from exporter.entailment.background import HourlyBudget  # noqa: PLC0415
+    from exporter.entailment.judging import model_judge  # noqa: PLC0415
+    from exporter.entailment.thread import JudgeThread  # noqa: PLC0415
 
     make, concurrency = model_judge(settings)  # settings that loaded make their judge
     if make is None:
@@ -146,10 +146,10 @@ def _model_judge(settings: Settings) -> tuple[JudgeThread, str] | None:
 def run(args: argparse.Namespace) -> int:
     from prometheus_client import disable_created_metrics  # noqa: PLC0415
 
-    from exporter.checks.lexical import LexicalJudge  # noqa: PLC0415
     from exporter.cli.offline import OfflineExporter  # noqa: PLC0415
     from exporter.demo.entailment import DemoEntailment  # noqa: PLC0415
     from exporter.demo.traffic import run_demo  # noqa: PLC0415
+    from exporter.entailment.lexical import LexicalJudge  # noqa: PLC0415
 
     settings = _settings(args)
     if args.report:

@@ -41,6 +41,9 @@ from exporter.cli.report import (
     write_report,
 )
 from exporter.defaults import DEFAULT_HIGH_SEVERITY_TOPICS, DEFAULT_THRESHOLD
+from exporter.entailment.drawing import PackedCandidate
+from exporter.entailment.judging import SampleJudging, sample_judging
+from exporter.entailment.sampling import StratifiedSample
 from exporter.errors import SettingsError
 from exporter.file_sweep import CoverageOutputError, load_store, run_sweep
 from exporter.files.jsonl import (
@@ -48,11 +51,8 @@ from exporter.files.jsonl import (
     OutputError,
     open_output,
 )
-from exporter.judging import SampleJudging, sample_judging
 from exporter.memory import freeze_long_lived
 from exporter.outputs.verdicts import entailment_json
-from exporter.pipeline.drawing import PackedCandidate
-from exporter.pipeline.sampling import StratifiedSample
 from exporter.pipeline.summary import SweepSummary
 from exporter.sources import RecordSource
 from exporter.sources.jsonl import JsonLines

@@ -2,7 +2,7 @@
 
 Every judgeable citation is judged by the lexical judge (microseconds). With a model judge,
 what the lexical judge cannot settle is offered to it behind the traffic (a
-:class:`~exporter.judge.thread.JudgeThread`), never waited for. Each citation is counted once
+:class:`~exporter.entailment.thread.JudgeThread`), never waited for. Each citation is counted once
 in the metrics, as the service counts it, by the judge that decided: the model when it
 answered, else the lexical judge (a claim the model's full queue dropped stays the lexical
 judge's ``unknown``; one left waiting when the demo ends is counted by no judge).
@@ -15,13 +15,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from exporter.checks.entailment import EntailmentResult, Judgement, SyncJudge, settled
 from exporter.checks.store import ChunkStore
+from exporter.entailment.results import EntailmentResult, Judgement, SyncJudge, settled
 from exporter.outputs.metrics import ExporterMetrics
 from exporter.pipeline.outcome import Mode, Outcome
 
 if TYPE_CHECKING:  # the HTTP client is imported only when a model judge is configured
-    from exporter.judge.thread import JudgeThread, Taken
+    from exporter.entailment.thread import JudgeThread, Taken
 
 __all__ = ["DemoEntailment", "ModelTally"]
 

@@ -21,7 +21,7 @@ from typing import Any
 from aiokafka import ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 
-from exporter.judge.background import BackgroundJudge
+from exporter.entailment.background import BackgroundJudge
 from exporter.kafka.clients import lags
 from exporter.kafka.fetching import Fetcher
 from exporter.kafka.protocols import Consumer

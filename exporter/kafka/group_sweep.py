@@ -23,7 +23,9 @@ from typing import Protocol
 
 from aiokafka import TopicPartition
 
-from exporter.judging import SampleJudging
+from exporter.entailment.drawing import Drawing, PackedCandidate
+from exporter.entailment.judging import SampleJudging
+from exporter.entailment.sampling import StratifiedSample
 from exporter.kafka.clients import close
 from exporter.kafka.control import SweepRequest, sweep_request
 from exporter.kafka.fetching import Fetcher, assign_from_start
@@ -41,9 +43,7 @@ from exporter.kafka.topic_sweep import ArchiveBatch, judge_sweep_sample
 from exporter.outputs.metrics import ExporterMetrics
 from exporter.outputs.state import SweepResult
 from exporter.pipeline.core import Pipeline
-from exporter.pipeline.drawing import Drawing, PackedCandidate
 from exporter.pipeline.outcome import DeadLetter, Origin, Outcome
-from exporter.pipeline.sampling import StratifiedSample
 from exporter.pipeline.sweep import SweepBatch
 from exporter.records.decode import RecordError
 from exporter.records.limits import preview

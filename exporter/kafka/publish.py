@@ -22,8 +22,8 @@ from typing import Any
 from aiokafka.errors import MessageSizeTooLargeError, RecordTooLargeError
 
 from exporter.checks.coverage import CoverageVerdict
-from exporter.checks.entailment import EntailmentAction, Judgement
 from exporter.checks.verdict import Verdict
+from exporter.entailment.results import EntailmentAction, Judgement
 from exporter.errors import InvalidJson, RecordError
 from exporter.kafka.protocols import Producer
 from exporter.outputs.verdicts import entailment_json, verdict_json, verdict_key

@@ -26,11 +26,11 @@ from aiokafka.errors import KafkaError
 from prometheus_client import CollectorRegistry
 
 from exporter import __version__
-from exporter.checks.lexical import LexicalJudge
 from exporter.checks.store import ChunkStore
+from exporter.entailment.background import BackgroundJudge, HourlyBudget
+from exporter.entailment.judging import model_judge, sample_judging
+from exporter.entailment.lexical import LexicalJudge
 from exporter.errors import RestartRequired
-from exporter.judge.background import BackgroundJudge, HourlyBudget
-from exporter.judging import model_judge, sample_judging
 from exporter.kafka.answers import AnswerChecker
 from exporter.kafka.chunks import ChunkFollower
 from exporter.kafka.clients import close, make_consumer, make_producer, topic_partitions

@@ -37,9 +37,12 @@ from typing import Any
 
 from aiokafka import TopicPartition
 
-from exporter.checks.entailment import EntailmentResult
 from exporter.checks.store import ChunkStore
-from exporter.judging import SampleJudging
+from exporter.entailment.drawing import Drawing, PackedCandidate
+from exporter.entailment.judging import SampleJudging
+from exporter.entailment.results import EntailmentResult
+from exporter.entailment.sampling import StratifiedSample
+from exporter.entailment.summary import EntailmentSummary
 from exporter.kafka.answers import YIELD_SECONDS
 from exporter.kafka.clients import close
 from exporter.kafka.fetching import Fetcher
@@ -48,10 +51,7 @@ from exporter.kafka.publish import Publisher
 from exporter.outputs.metrics import ExporterMetrics
 from exporter.outputs.state import SweepResult
 from exporter.pipeline.core import Pipeline
-from exporter.pipeline.drawing import Drawing, PackedCandidate
-from exporter.pipeline.entailment_summary import EntailmentSummary
 from exporter.pipeline.outcome import Mode, Origin, Outcome
-from exporter.pipeline.sampling import StratifiedSample
 from exporter.pipeline.summary import SweepSummary
 from exporter.pipeline.sweep import SweepBatch, SweepStep
 

@@ -21,7 +21,7 @@ from rapidfuzz.distance import Indel
 
 from exporter import __version__
 from exporter.checks.verdict import Status
-from exporter.outputs.entailment_report import entailment_json
+from exporter.entailment.report import entailment_json
 from exporter.outputs.report import coverage_json
 from exporter.outputs.shift_chart import chart_bars, cluster_letter, shift_chart_svg
 from exporter.pipeline.details import NO_SOURCE, Example

@@ -18,9 +18,9 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from exporter.checks.coverage import CoverageStatus
-from exporter.checks.entailment import EntailmentResult, Judgement
 from exporter.checks.relocate import UNREPAIRED_OUTCOMES
 from exporter.checks.verdict import FailedCheck, Status
+from exporter.entailment.results import EntailmentResult, Judgement
 from exporter.outputs.histograms import BatchHistogram
 from exporter.outputs.state import ExporterState, StateCollector
 from exporter.pipeline.outcome import Mode, Outcome

@@ -11,7 +11,7 @@ from typing import Any
 
 from exporter.checks.relocate import BY_POSITION_HINT
 from exporter.checks.verdict import Status
-from exporter.outputs.entailment_report import entailment_json, entailment_lines
+from exporter.entailment.report import entailment_json, entailment_lines
 from exporter.pipeline.gate import DRIFT, MISSING, UNREPAIRED, Gate, GateLine
 from exporter.pipeline.shifts import histogram, shift_clusters
 from exporter.pipeline.summary import CoverageSummary, SweepSummary

@@ -12,11 +12,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from exporter.checks.entailment import EntailmentResult
 from exporter.checks.evidence import EVIDENCE_CHARS, Evidence
 from exporter.checks.relocate import BY_CONTEXT, BY_POSITION_HINT, UNIQUE, UNREPAIRED_OUTCOMES
 from exporter.checks.verdict import Action, FailedCheck, Repair, Status, Verdict
-from exporter.pipeline.sampling import AGE_BANDS, FAMILIES
+from exporter.entailment.results import EntailmentResult
+from exporter.entailment.sampling import AGE_BANDS, FAMILIES
 from exporter.pipeline.summary import CoverageSummary
 from exporter.records.decode import MAX_OFFSET
 

@@ -10,9 +10,9 @@ from typing import Any
 import orjson
 
 from exporter.checks.coverage import CoverageVerdict
-from exporter.checks.entailment import EntailmentAction, Judgement
 from exporter.checks.evidence import Evidence
 from exporter.checks.verdict import Verdict
+from exporter.entailment.results import EntailmentAction, Judgement
 
 __all__ = [
     "coverage_record",

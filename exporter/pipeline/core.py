@@ -21,7 +21,7 @@ from exporter.checks.coverage import CoverageStatus
 from exporter.checks.engine import Policy
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status
-from exporter.pipeline.drawing import Drawing
+from exporter.entailment.drawing import Drawing
 from exporter.pipeline.messages import check_message, oversized
 from exporter.pipeline.outcome import DeadLetter, Mode, Origin, Outcome
 from exporter.pipeline.reindex import ReindexWatch

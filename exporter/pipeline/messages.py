@@ -20,10 +20,11 @@ from exporter.checks.coverage import (
     invalid_coverage,
 )
 from exporter.checks.engine import Policy, check_or_report, invalid_verdict
-from exporter.checks.entailment import CLAIM_CHARS_KEPT, kept_claim
 from exporter.checks.evidence import drift_evidence
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status, Verdict
+from exporter.entailment.results import CLAIM_CHARS_KEPT, kept_claim
+from exporter.entailment.sampling import KEY_SPACE, sample_key
 from exporter.pipeline.outcome import (
     CheckedCitation,
     DeadLetter,
@@ -33,7 +34,6 @@ from exporter.pipeline.outcome import (
     Outcome,
     evidence_crc,
 )
-from exporter.pipeline.sampling import KEY_SPACE, sample_key
 from exporter.records.decode import InvalidJson, decode_citations, decode_sentences, parse_json
 from exporter.records.limits import Limits, bounded, failure
 from exporter.records.schema import Citation, InvalidCitation

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from exporter.checks.coverage import CoverageStatus, CoverageVerdict
 from exporter.checks.evidence import Evidence
 from exporter.checks.verdict import Status, Verdict
+from exporter.entailment.summary import EntailmentSummary
 from exporter.pipeline.details import ReportDetails
-from exporter.pipeline.entailment_summary import EntailmentSummary
 from exporter.pipeline.gate import DRIFT, MISSING, UNREPAIRED, Gate, GateLine, GateResult
 from exporter.pipeline.outcome import Outcome
 

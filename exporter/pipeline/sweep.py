@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from exporter.checks.engine import Policy
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status
-from exporter.pipeline.drawing import Drawing, PackedCandidate
+from exporter.entailment.drawing import Drawing, PackedCandidate
+from exporter.entailment.sampling import Stratum
 from exporter.pipeline.messages import check_message, unread
 from exporter.pipeline.outcome import Mode, Origin, Outcome
-from exporter.pipeline.sampling import Stratum
 from exporter.pipeline.summary import SweepSummary
 from exporter.records.limits import Oversized
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from exporter.checks.entailment import EntailmentResult, Judgement
-from exporter.pipeline.sampling import Stratum
+from exporter.entailment.results import EntailmentResult, Judgement
+from exporter.entailment.sampling import Stratum
 
 __all__ = ["EntailmentSummary"]
 

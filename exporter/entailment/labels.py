@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from exporter.checks.entailment import EntailmentResult
+from exporter.entailment.results import EntailmentResult
 
 __all__ = [
     "MAX_JSON_REPLY_CHARS",

@@ -19,7 +19,14 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from exporter.checks.entailment import (
+from exporter.checks.store import ChunkStore
+from exporter.entailment.drawing import (
+    Candidate,
+    PackedCandidate,
+    chosen_candidates,
+)
+from exporter.entailment.lexical import LexicalJudge
+from exporter.entailment.results import (
     AsyncJudge,
     EntailmentAction,
     EntailmentResult,
@@ -28,18 +35,11 @@ from exporter.checks.entailment import (
     entailment_action,
     settled,
 )
-from exporter.checks.lexical import LexicalJudge
-from exporter.checks.store import ChunkStore
-from exporter.pipeline.drawing import (
-    Candidate,
-    PackedCandidate,
-    chosen_candidates,
-)
-from exporter.pipeline.entailment_summary import EntailmentSummary
-from exporter.pipeline.sampling import (
+from exporter.entailment.sampling import (
     StratifiedSample,
     Stratum,
 )
+from exporter.entailment.summary import EntailmentSummary
 
 if TYPE_CHECKING:
     from exporter.settings import JudgeSettings
@@ -70,7 +70,7 @@ def model_judge(settings: JudgeSettings) -> tuple[ModelFactory | None, int]:
     and the calls it may have in flight; JudgeSettings refused at load any configuration a
     judge cannot be made with. The HTTP client is imported only when a model judge is
     configured."""
-    from exporter.judge.openai import OpenAIJudge  # noqa: PLC0415
+    from exporter.entailment.openai import OpenAIJudge  # noqa: PLC0415
     from exporter.settings import judge_config  # noqa: PLC0415
 
     config = judge_config(settings)

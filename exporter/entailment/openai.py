@@ -30,9 +30,9 @@ from typing import Any, Self
 import httpx
 import orjson
 
-from exporter.checks.entailment import EntailmentResult, Judgement
 from exporter.config.judge import OpenAIJudgeConfig
-from exporter.judge.labels import messages, parse_label
+from exporter.entailment.labels import messages, parse_label
+from exporter.entailment.results import EntailmentResult, Judgement
 from exporter.records.limits import bounded, preview
 
 __all__ = [

@@ -24,7 +24,9 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from exporter.checks.entailment import (
+from exporter.checks.store import ChunkStore
+from exporter.checks.verdict import Verdict
+from exporter.entailment.results import (
     AsyncJudge,
     EntailmentAction,
     EntailmentResult,
@@ -33,8 +35,6 @@ from exporter.checks.entailment import (
     entailment_action,
     settled,
 )
-from exporter.checks.store import ChunkStore
-from exporter.checks.verdict import Verdict
 from exporter.outputs.metrics import ExporterMetrics
 from exporter.pipeline.outcome import JudgeInput, Mode, Origin, Outcome
 

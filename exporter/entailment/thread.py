@@ -20,8 +20,8 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 
-from exporter.checks.entailment import AsyncJudge, EntailmentResult, Judgement
-from exporter.judge.background import HourlyBudget
+from exporter.entailment.background import HourlyBudget
+from exporter.entailment.results import AsyncJudge, EntailmentResult, Judgement
 
 __all__ = ["JudgeThread", "Taken"]
 

@@ -14,8 +14,7 @@ from operator import attrgetter
 from typing import Any
 
 from exporter.checks.verdict import Repair, Status, Verdict
-from exporter.pipeline.outcome import CheckedCitation, JudgeInput
-from exporter.pipeline.sampling import (
+from exporter.entailment.sampling import (
     KEY_SPACE,
     STRATA,
     KeyFilter,
@@ -25,6 +24,7 @@ from exporter.pipeline.sampling import (
     near_miss_family,
     sample_key,
 )
+from exporter.pipeline.outcome import CheckedCitation, JudgeInput
 
 __all__ = ["Candidate", "Drawing", "PackedCandidate", "chosen_candidates", "pack_candidate"]
 

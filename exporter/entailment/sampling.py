@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Generic, TypeVar
 
-from exporter.checks.entailment import CLAIM_CHARS_KEPT
+from exporter.entailment.results import CLAIM_CHARS_KEPT
 
 __all__ = [
     "AGE_BANDS",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from exporter.checks.entailment import EntailmentResult
-from exporter.pipeline.entailment_summary import EntailmentSummary
+from exporter.entailment.results import EntailmentResult
+from exporter.entailment.summary import EntailmentSummary
 
 __all__ = ["entailment_json", "entailment_lines"]
 

@@ -51,8 +51,8 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 
-from exporter.checks.entailment import EntailmentResult, Judgement
 from exporter.checks.normalize import fold
+from exporter.entailment.results import EntailmentResult, Judgement
 
 __all__ = [
     "MAX_CLAIM_CHARS",
