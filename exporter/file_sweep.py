@@ -35,7 +35,7 @@ from exporter.pipeline.summary import SweepSummary
 from exporter.pipeline.sweep import SweepBatch, SweepStep
 from exporter.records.decode import RecordError, decode_chunk, parse_json
 from exporter.records.limits import DEFAULT_LIMITS, Limits, Oversized, failure
-from exporter.sources import ChunkSource, CitationSource, RawRecord
+from exporter.sources import ChunkSource, CitationSource, RawRecord, require_complete
 
 __all__ = ["CoverageOutputError", "load_store", "run_sweep"]
 
@@ -67,6 +67,7 @@ def load_store(
             except Exception as exc:  # one record never stops the load
                 message = str(exc) if isinstance(exc, RecordError) else failure("reading", exc)
                 summary.invalid_chunks(1, [f"{source.where(number)}: {message}"])
+    require_complete(source)
     summary.store_loaded(store.chunk_count, store.document_count)
     return store
 
@@ -248,7 +249,9 @@ def run_sweep(
             summary.merge(checked.batch.summary)
             if sample is not None:
                 sample.add(checked.batch.counts, checked.batch.candidates)
-            if progress is not None:
-                progress(citations.consumed() or 0)
+            consumed = citations.consumed()
+            if progress is not None and consumed is not None:
+                progress(consumed)
+    require_complete(citations)
     summary.took(time.perf_counter() - started)
     return summary

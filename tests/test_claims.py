@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 import types
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -189,8 +190,8 @@ def test_labelled_set_floors(split: str, precision_floor: float, recall_floor: f
 # written against and what the model (training/claims_model.py) is trained on.
 # The rules alone: measure framing recall 0.590 before issue 22, 0.776 after its rules, with
 # uncited-claim precision 0.192 and 0.303; claim recall 1.000 throughout.
-# The hybrid (rules, then the model): measure framing recall 0.971, claim recall 0.984,
-# uncited-claim precision 0.750. The floors keep what was won, a couple of points below.
+# The hybrid (rules, then the model): measure framing recall 0.966, claim recall 0.984,
+# uncited-claim precision 0.720. The floors keep what was won, a couple of points below.
 @pytest.mark.parametrize(
     ("judge", "path", "split", "framing_floor", "precision_floor"),
     [
@@ -199,7 +200,7 @@ def test_labelled_set_floors(split: str, precision_floor: float, recall_floor: f
         ("rules", ANSWERS, "measure", 0.75, 0.28),
         ("hybrid", ANSWERS, "tune", 0.98, 0.95),
         ("hybrid", ANSWERS_TUNE2, "tune", 0.98, 0.95),
-        ("hybrid", ANSWERS, "measure", 0.95, 0.70),
+        ("hybrid", ANSWERS, "measure", 0.95, 0.68),
     ],
     ids=lambda value: value.name if isinstance(value, Path) else str(value),
 )
@@ -242,10 +243,58 @@ def test_labelled_set_floors_of_the_default() -> None:
         "このオプションは出力を抑制します。",
         "ファイルが存在する場合は上書きされます。",
         "退款将在十四个工作日内处理。",
+        # found by a hostile review: "i" and "in" are English words too, and NFD splits words
+        "I server sono in Europa.",
+        "I file sono in formato PDF.",
+        "I plugin sono gratuiti.",
+        "I rimborsi sono gratuiti per i membri premium.",
+        "I report sono disponibili in CSV.",
+        "I pagamenti sono mensili.",
+        unicodedata.normalize("NFD", "Mật khẩu phải dài ít nhất mười hai ký tự."),
+        unicodedata.normalize("NFD", "Obrigado, o reembolso não é possível."),
+        "Pwede mo i-cancel ang subscription anytime.",
     ],
 )
 def test_claims_in_other_languages_stay_claims(sentence: str) -> None:
     assert hybrid.classify(sentence) is CLAIM
+
+
+# Found by a hostile review: hedged or apologetic claims with a figure were read as framing.
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "I'd say refunds take 14 days.",
+        "I'd say your plan allows 3 users.",
+        "I'm afraid refunds take 14 days!",
+        "I see that the API returns at most 1000 rows!",
+        "Good question: the fee is $25?",
+        "Max upload: 2 GB?",
+        "I'd say it costs £40.",
+    ],
+)
+def test_a_sentence_with_a_figure_is_never_turned_into_framing(sentence: str) -> None:
+    assert hybrid.classify(sentence) is CLAIM
+
+
+class _Lying(str):
+    """A str whose methods raise and whose length lies."""
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __len__(self) -> int:
+        return 1
+
+    def lower(self) -> str:
+        raise RuntimeError("lower")
+
+    def translate(self, table: object) -> str:
+        raise RuntimeError("translate")
+
+
+@pytest.mark.parametrize("judge", [classifier, hybrid], ids=["rules", "hybrid"])
+def test_a_str_subclass_is_read_as_its_text(judge: object) -> None:
+    assert judge.classify(_Lying("Thanks! " * 100_000)) is CLAIM  # type: ignore[attr-defined]
+    assert judge.classify(_Lying("Thanks!")) is FRAMING  # type: ignore[attr-defined]
 
 
 # --- properties -------------------------------------------------------------------------------

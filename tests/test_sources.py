@@ -112,3 +112,36 @@ def test_a_missing_file_is_an_error_naming_it(tmp_path: Path) -> None:
     path = tmp_path / "nowhere.jsonl"
     with pytest.raises(InputError, match=rf"^{path}: No such file"):
         list(JsonLines(str(path)).records(1000))
+
+
+class Stopping(Rows):
+    """A source whose read stops early without raising: a cursor that ran out of time."""
+
+    def records(self, max_bytes: int) -> Generator[RawRecord, None, None]:
+        self._complete = False
+        yield from list(super().records(max_bytes))[:1]
+        self._complete = False
+
+
+def test_a_read_that_stopped_early_is_an_error_not_a_smaller_archive() -> None:
+    """Half a table must not pass the gate as the whole (found by a review: nothing read
+    ``complete``)."""
+    summary = SweepSummary()
+    store = load_store(Rows("chunks", [CHUNK]), summary)
+    citations = Stopping("citations table", [CITATION] * 1000)
+    with pytest.raises(InputError, match=r"^citations table: the read ended before"):
+        run_sweep(store, citations, Policy(), summary)
+    with pytest.raises(InputError, match=r"^chunks table: the read ended before"):
+        load_store(Stopping("chunks table", [CHUNK, CHUNK]), SweepSummary())
+
+
+def test_a_read_asked_for_is_not_complete_before_it_begins(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(b"{}\n")
+    source = JsonLines(str(path))
+    list(source.records(100))
+    assert source.complete
+    again = source.records(100)
+    assert not source.complete
+    list(again)
+    assert source.complete

@@ -767,6 +767,7 @@ class RuleClassifier:
 
     def classify(self, sentence: str) -> SentenceKind:
         """Claim unless the sentence is recognisably framing (or has nothing in it to check)."""
+        sentence = _plain(sentence)
         if len(sentence) > MAX_CHARS:
             return SentenceKind.CLAIM
         return _classify(sentence)
@@ -788,9 +789,16 @@ class HybridClassifier:
 
     def classify(self, sentence: str) -> SentenceKind:
         """Framing if the rules say so, or if the model is sure on words it knows; else a claim."""
+        sentence = _plain(sentence)
         if len(sentence) > MAX_CHARS:
             return SentenceKind.CLAIM
         return _classify_hybrid(sentence)
+
+
+def _plain(sentence: str) -> str:
+    """The sentence as a plain ``str``: a subclass's own ``__len__``, ``__hash__``, ``lower`` or
+    ``translate`` (a plug-in's, a test's) must not lie to the bound or raise in the cache."""
+    return sentence if type(sentence) is str else str.__getitem__(sentence, slice(None))
 
 
 # Answers repeat their framing word for word ("Hope this helps!"): a bounded cache of recent

@@ -10,9 +10,12 @@ scikit-learn; what ships is its weights, as JSON, so inference here is a diction
 per term and needs no dependency.
 
 **Only ever a second opinion.** The hybrid classifier asks this model only about sentences
-the rules call claims, and turns one into framing only when the model is sure and knows most
-of the sentence's words (:meth:`ClaimModel.known_share`): a sentence in another language, or
-in vocabulary the model never saw, stays a claim (the unsure rule).
+the rules call claims, and turns one into framing only when the model is sure, knows most of
+the sentence's words of three letters or more (:meth:`ClaimModel.known_share`: "i", "in" and
+"la" say nothing of the language) and the sentence holds no digit or currency sign (a number
+is what a claim checks: "I'd say refunds take 14 days."). A sentence in another language, or
+in vocabulary the model never saw, stays a claim (the unsure rule). Text is compared in NFC,
+so a decomposed accent is one letter, as it is composed.
 
 **Bounded.** Callers pass at most ``claims.MAX_CHARS`` code points; the work is linear in the
 length (one regular expression without nested quantifiers, one lookup per term).
@@ -25,6 +28,7 @@ import itertools
 import json
 import math
 import re
+import unicodedata
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -56,15 +60,22 @@ _FOLD = str.maketrans(QUOTE_AND_DASH_FOLDS)
 # A word (letters, digits, underscore, any script) or one punctuation mark: "?" and ":" and
 # "!" say much about framing.
 _TOKEN = re.compile(r"\w+|[^\w\s]")
-_LETTER = re.compile(r"[^\W\d_]")
+# A word that tells the language: three letters or more ("i", "in", "la" are in many).
+_TELLING = re.compile(r"[^\W\d_]{3}")
+# What a claim checks: a digit in any script, or a currency sign.
+_FIGURE = re.compile(
+    r"\d|[$\u00a2-\u00a5\u058f\u060b\u09f2\u09f3\u0e3f\u17db\u20a0-\u20c0\ufdfc\ufe69"
+    r"\uff04\uffe0\uffe1\uffe5\uffe6]"
+)
 
 #: The extra features beside the terms, in the order the weights file lists them.
 FEATURES = ("ends_colon", "ends_question", "has_digit")
 
 
 def words(sentence: str) -> list[str]:
-    """The sentence's tokens: folded, lower-cased words and punctuation marks."""
-    return _TOKEN.findall(sentence.translate(_FOLD).lower())
+    """The sentence's tokens: folded (NFC, ASCII quotes and dashes), lower-cased words and
+    punctuation marks."""
+    return _TOKEN.findall(unicodedata.normalize("NFC", sentence.translate(_FOLD)).lower())
 
 
 def terms(sentence: str) -> list[str]:
@@ -92,8 +103,8 @@ class ClaimModel:
 
     ``vocabulary`` maps a term to ``(coefficient, idf)``; terms outside it are ignored, as
     scikit-learn's vectoriser ignores them. ``threshold`` is the probability below which the
-    model calls a sentence framing; ``min_known`` the share of a sentence's words that must be
-    in the vocabulary for that call to count.
+    model calls a sentence framing; ``min_known`` the share of a sentence's telling words that
+    must be exceeded by those in the vocabulary for that call to count.
     """
 
     vocabulary: dict[str, tuple[float, float]]
@@ -107,19 +118,22 @@ class ClaimModel:
         return self._probability(sentence, words(sentence))
 
     def known_share(self, sentence: str) -> float:
-        """The share of the sentence's words (tokens with a letter) the model has seen."""
+        """The share of the sentence's telling words (three letters or more) the model has
+        seen."""
         return self._known_share(words(sentence))
 
     def is_framing(self, sentence: str) -> bool:
-        """Sure it is framing, on words it knows."""
+        """Sure it is framing, on words it knows, and with no figure in it."""
+        if _FIGURE.search(sentence) is not None:
+            return False
         tokens = words(sentence)
         return (
-            self._known_share(tokens) >= self.min_known
+            self._known_share(tokens) > self.min_known
             and self._probability(sentence, tokens) < self.threshold
         )
 
     def _known_share(self, tokens: list[str]) -> float:
-        seen = [token in self.vocabulary for token in tokens if _LETTER.search(token)]
+        seen = [token in self.vocabulary for token in tokens if _TELLING.search(token)]
         return sum(seen) / len(seen) if seen else 0.0
 
     def _probability(self, sentence: str, tokens: list[str]) -> float:

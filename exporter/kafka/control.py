@@ -92,8 +92,10 @@ class ControlListener:
         except RecordError as exc:
             return DeadLetter(origin, record.value, record.key, "invalid_record", str(exc))
         except Exception as exc:  # nothing one message holds may stop the listener
-            error = failure("handling", exc)
-            return DeadLetter(origin, record.value, record.key, "check_failed", error)
+            error, raised = failure("handling", exc), type(exc).__name__
+            return DeadLetter(
+                origin, record.value, record.key, "check_failed", error, exception=raised
+            )
         log.info("sweep requested on %s: %s", self._topic, preview(reason))
         return self._sweeps.request(reason)
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Protocol, runtime_checkable
 
+from exporter.errors import InputError
 from exporter.records.limits import Oversized
 
-__all__ = ["ChunkSource", "CitationSource", "RawRecord", "RecordSource"]
+__all__ = ["ChunkSource", "CitationSource", "RawRecord", "RecordSource", "require_complete"]
 
 #: One record as read: its number in the source (1-based) and its bytes, or its size unread.
 RawRecord = tuple[int, bytes | Oversized]
@@ -65,3 +66,10 @@ class ChunkSource(RecordSource, Protocol):
 
 class CitationSource(RecordSource, Protocol):
     """Citation records and answer events, in the order they were written."""
+
+
+def require_complete(source: RecordSource) -> None:
+    """Raise :class:`~exporter.errors.InputError` when the last read of ``source`` stopped
+    before its end without saying why: half a table must not pass a gate as the whole."""
+    if not source.complete:
+        raise InputError(f"{source.name}: the read ended before the end of the source")

@@ -37,8 +37,12 @@ class JsonLines:
         return self._complete
 
     def records(self, max_bytes: int) -> Generator[RawRecord, None, None]:
+        # not complete from the moment a read is asked for, not from its first record
         self._complete = False
         self._consumed = 0
+        return self._read(max_bytes)
+
+    def _read(self, max_bytes: int) -> Generator[RawRecord, None, None]:
         with open_input(self.path) as opened:
             self._input = opened
             try:
