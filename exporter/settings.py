@@ -45,7 +45,7 @@ from exporter.config.kafka import (
     read_token,
     tls_context,
 )
-from exporter.config.web import load_web_config
+from exporter.config.web import Exposure, load_web_config
 from exporter.defaults import (
     DEFAULT_HIGH_SEVERITY_TOPICS,
     DEFAULT_METRICS_PORT,
@@ -65,7 +65,7 @@ from exporter.small_files import (
 )
 
 if TYPE_CHECKING:
-    from exporter.config.judge import OpenAIJudgeConfig
+    from exporter.config.judge import OpenAIJudgeConfig, SweepJudging
 
 __all__ = [
     "ENV_PREFIX",
@@ -159,6 +159,20 @@ class JudgeSettings(BaseSettings):
                 f"user info, query or fragment; got {shown(value, 80)}"
             )
         return url
+
+    @property
+    def model_judge(self) -> OpenAIJudgeConfig | None:
+        """The model judge these settings configure (None: the lexical judge alone)."""
+        return judge_config(self)
+
+    @property
+    def sweep_judging(self) -> SweepJudging:
+        """How a sweep judges its sample (the judges take this, never the settings)."""
+        from exporter.config.judge import SweepJudging  # noqa: PLC0415 - httpx, when asked
+
+        return SweepJudging(
+            self.judge_sweep_sample, judge_config(self), self.judge_sweep_budget_usd
+        )
 
     @model_validator(mode="after")
     def _judge_is_complete(self) -> JudgeSettings:
@@ -405,6 +419,19 @@ class Settings(JudgeSettings):
             max_sentences_per_answer=self.max_sentences_per_answer,
             max_quote_chars=self.max_quote_chars,
             relocation_budget_ms=self.relocation_budget_ms,
+        )
+
+    @property
+    def exposure(self) -> Exposure:
+        """What the metrics endpoint takes (the HTTP adapter reads no settings)."""
+        return Exposure(
+            self.metrics_host,
+            self.metrics_port,
+            self.web_config_file,
+            self.sources,
+            self.max_sources,
+            self.topics,
+            self.max_topics,
         )
 
     @property

@@ -131,7 +131,7 @@ def _model_judge(settings: Settings) -> tuple[JudgeThread, str] | None:
     from exporter.entailment.judging import model_judge  # noqa: PLC0415
     from exporter.entailment.thread import JudgeThread  # noqa: PLC0415
 
-    make, concurrency = model_judge(settings)  # settings that loaded make their judge
+    make, concurrency = model_judge(settings.model_judge)  # settings that loaded make it
     if make is None:
         return None
     thread = JudgeThread(

@@ -29,7 +29,8 @@ class OfflineExporter:
         """``keep_evidence``: drifted citations keep their quote and spans (for a report)."""
         store = ChunkStore()
         self.state = ExporterState(ready=True, store=store)
-        exposed = expose(settings, self.state, [settings.chunks_topic, settings.answers_topic])
+        topics = [settings.chunks_topic, settings.answers_topic]
+        exposed = expose(settings.exposure, self.state, topics)
         self.registry, self.metrics, self.http = exposed.registry, exposed.metrics, exposed.http
         policy = dataclasses.replace(settings.policy, keep_evidence=keep_evidence)
         self.pipeline = Pipeline(store, policy, publish_all=settings.publish_all_verdicts)

@@ -445,7 +445,9 @@ def run(args: argparse.Namespace) -> int:
     limits, gate = limits_from(args), sweep_gate(args)
     classifier = _classifier(args.coverage_classifier)
     # a judge the settings cannot make was refused with them, before the sweep
-    judging = sample_judging(_judge_settings(args), args.high_severity_topics, args.seed)
+    judging = sample_judging(
+        _judge_settings(args).sweep_judging, args.high_severity_topics, args.seed
+    )
     policy = sweep_policy(
         args, coverage=not args.no_coverage, judged=judging is not None, classifier=classifier
     )

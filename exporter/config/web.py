@@ -41,6 +41,7 @@ __all__ = [
     "CLIENT_AUTH_TYPES",
     "MAX_BCRYPT_COST",
     "MAX_WEB_CONFIG_BYTES",
+    "Exposure",
     "TlsServerConfig",
     "WebConfig",
     "load_web_config",
@@ -250,3 +251,18 @@ def server_context(tls: TlsServerConfig) -> ssl.SSLContext:
             ) from None
     context.verify_mode = tls.verify_mode
     return context
+
+
+@dataclass(frozen=True, slots=True)
+class Exposure:
+    """What the metrics endpoint needs: where it listens, its web configuration file (TLS,
+    basic auth), and which sources and topics get a label value of their own (the rest are
+    counted as "other"). Built by the settings; the HTTP adapter takes this, never them."""
+
+    host: str
+    port: int
+    web_config_file: Path | None = None
+    sources: frozenset[str] = frozenset()
+    max_sources: int = 20
+    topics: frozenset[str] = frozenset()
+    max_topics: int = 20

@@ -42,7 +42,7 @@ from exporter.entailment.sampling import (
 from exporter.entailment.summary import EntailmentSummary
 
 if TYPE_CHECKING:
-    from exporter.settings import JudgeSettings
+    from exporter.config.judge import OpenAIJudgeConfig, SweepJudging
 
 __all__ = [
     "Judged",
@@ -65,15 +65,12 @@ _GIVEN_UP = f"the model judge failed {_ERRORS_BEFORE_GIVING_UP} times in a row"
 ModelFactory = Callable[[], AbstractAsyncContextManager[AsyncJudge]]
 
 
-def model_judge(settings: JudgeSettings) -> tuple[ModelFactory | None, int]:
-    """What makes the model judge the settings configure (None for the lexical judge alone),
-    and the calls it may have in flight; JudgeSettings refused at load any configuration a
-    judge cannot be made with. The HTTP client is imported only when a model judge is
-    configured."""
+def model_judge(config: OpenAIJudgeConfig | None) -> tuple[ModelFactory | None, int]:
+    """What makes the model judge ``config`` describes (None for the lexical judge alone),
+    and the calls it may have in flight. The HTTP client is imported only when a model judge
+    is configured."""
     from exporter.entailment.openai import OpenAIJudge  # noqa: PLC0415
-    from exporter.settings import judge_config  # noqa: PLC0415
 
-    config = judge_config(settings)
     if config is None:
         return None, 1
 
@@ -84,18 +81,18 @@ def model_judge(settings: JudgeSettings) -> tuple[ModelFactory | None, int]:
 
 
 def sample_judging(
-    settings: JudgeSettings, high_severity_topics: frozenset[str], seed: int = 0
+    config: SweepJudging, high_severity_topics: frozenset[str], seed: int = 0
 ) -> SampleJudging | None:
-    """How a sweep judges its sample under these settings; None when it judges none."""
-    if settings.judge_sweep_sample <= 0:
+    """How a sweep judges its sample as ``config`` says; None when it judges none."""
+    if config.sample <= 0:
         return None
-    model, concurrency = model_judge(settings)
+    model, concurrency = model_judge(config.model)
     return SampleJudging(
-        settings.judge_sweep_sample,
+        config.sample,
         LexicalJudge(),
         model,
         high_severity_topics,
-        settings.judge_sweep_budget_usd,
+        config.budget_usd,
         concurrency,
         seed,
     )

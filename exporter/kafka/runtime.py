@@ -132,7 +132,9 @@ class Exporter:
         self.policy = settings.policy
         self.heartbeat = Heartbeat()  # watched once run() starts it beating
         topics = [settings.chunks_topic, settings.answers_topic, settings.control_topic]
-        exposed = expose(settings, self.state, topics, registry=registry, heartbeat=self.heartbeat)
+        exposed = expose(
+            settings.exposure, self.state, topics, registry=registry, heartbeat=self.heartbeat
+        )
         self.registry, self.metrics, self.http = exposed.registry, exposed.metrics, exposed.http
         self._logged_problem: tuple[str, float] | None = None
 
@@ -292,7 +294,7 @@ class Exporter:
     ) -> tuple[Pipeline, SweepRunner]:
         """The pipeline, and the sweeps of the answer topic that judge a sample of it."""
         settings = self.settings
-        judging = sample_judging(settings, settings.high_severity_topics)
+        judging = sample_judging(settings.sweep_judging, settings.high_severity_topics)
         pipeline = Pipeline(
             store,
             self.policy,
@@ -316,7 +318,7 @@ class Exporter:
         settings = self.settings
         if not settings.judge_sample_rate:
             return None
-        model, concurrency = model_judge(settings)
+        model, concurrency = model_judge(settings.model_judge)
         return BackgroundJudge(
             store=store,
             lexical=LexicalJudge(),
@@ -414,7 +416,7 @@ class Exporter:
             publisher=publisher,
             # a pod's name tells instances apart; the process id, those on one host
             owner=f"{settings.client_id}@{socket.gethostname()}/{os.getpid()}",
-            judging=sample_judging(settings, settings.high_severity_topics),
+            judging=sample_judging(settings.sweep_judging, settings.high_severity_topics),
         )
         follower = ProgressFollower(
             clients.progress, sweeps_topic, book, self.metrics, sweeper.refresh

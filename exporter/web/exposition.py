@@ -1,4 +1,4 @@
-"""The metrics of one exporter and the server that exposes them, built from the settings.
+"""The metrics of one exporter and the server that exposes them, built from its exposure.
 
 The Kafka runtime and the exporter without Kafka (``run --source``, ``demo``) expose the same
 metrics the same way; this is where that is put together, once.
@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
 
 from exporter import __version__
-from exporter.config.web import load_web_config
+from exporter.config.web import Exposure, load_web_config
 from exporter.outputs.metrics import ExporterMetrics, SourceLabels
 from exporter.outputs.state import ExporterState
-from exporter.settings import Settings
 from exporter.web.heartbeat import Heartbeat
 from exporter.web.server import MetricsServer
 
@@ -32,7 +31,7 @@ class Exposition:
 
 
 def expose(
-    settings: Settings,
+    exposure: Exposure,
     state: ExporterState,
     topics: Iterable[str],
     *,
@@ -50,19 +49,19 @@ def expose(
         collector(registry=registry)  # the chunk store's memory, CPU, GC pauses
     metrics = ExporterMetrics(
         registry,
-        SourceLabels(settings.sources, settings.max_sources),
+        SourceLabels(exposure.sources, exposure.max_sources),
         __version__,
         state,
-        SourceLabels(settings.topics, settings.max_topics),
+        SourceLabels(exposure.topics, exposure.max_topics),
     )
     metrics.initialise_topics(topics)
     http = MetricsServer(
         registry,
         lambda: state.ready,
-        settings.metrics_host,
-        settings.metrics_port,
+        exposure.host,
+        exposure.port,
         problem=lambda: state.problem,
         heartbeat=heartbeat,
-        web_config=load_web_config(web) if (web := settings.web_config_file) else None,
+        web_config=load_web_config(web) if (web := exposure.web_config_file) else None,
     )
     return Exposition(registry, metrics, http)
