@@ -104,7 +104,7 @@ def _set_job(job: _Job) -> None:
     global _job, _step  # noqa: PLW0603 - the per-process job of a worker, set once at start
     _job = job
     drawing = None if job.now is None else Drawing(job.now, job.seed, job.capacity)
-    _step = SweepStep(job.store, job.policy, drawing)
+    _step = SweepStep(job.store, job.policy, drawing, publish=False)
 
 
 def _check_batch(

@@ -28,7 +28,7 @@ class WatchedStep(SweepStep):
         before: Callable[[Origin], None] | None = None,
         after: Callable[[Origin, Outcome], None] | None = None,
     ) -> None:
-        super().__init__(step.store, step.policy, step.drawing)
+        super().__init__(step.store, step.policy, step.drawing, publish=step.publish)
         self.before = before
         self.after = after
 

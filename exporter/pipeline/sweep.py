@@ -55,15 +55,25 @@ class SweepStep:
     """Checks one record of an archive, counts it in its batch, and draws from it.
 
     ``drawing`` is this process's part of drawing the judge's sample (None: no sample is
-    drawn); the policy must then keep judge inputs (``judge_rate`` 1).
+    drawn); the policy must then keep judge inputs (``judge_rate`` 1). ``publish``: say which
+    verdicts a sweep publishes (a sweep of the answer topic does; a file sweep writes every
+    verdict and publishes none).
     """
 
-    __slots__ = ("drawing", "policy", "store")
+    __slots__ = ("drawing", "policy", "publish", "store")
 
-    def __init__(self, store: ChunkStore, policy: Policy, drawing: Drawing | None = None) -> None:
+    def __init__(
+        self,
+        store: ChunkStore,
+        policy: Policy,
+        drawing: Drawing | None = None,
+        *,
+        publish: bool = True,
+    ) -> None:
         self.store = store
         self.policy = policy
         self.drawing = drawing
+        self.publish = publish
 
     def record(
         self,
@@ -85,7 +95,8 @@ class SweepStep:
             outcome = check_message(
                 value, key, origin, store=self.store, policy=self.policy, mode=Mode.SWEEP
             )
-            sweep_publish(outcome)
+            if self.publish:
+                sweep_publish(outcome)
         batch.summary.add_outcome(outcome, where)
         if self.drawing is not None:
             self.drawing.add(
