@@ -38,7 +38,9 @@ from exporter.checks.claims import DEFAULT_CLASSIFIER, SentenceClassifier, load_
 from exporter.checks.engine import Policy
 from exporter.config.kafka import (
     OWN_KAFKA_OPTIONS,
+    KafkaConnection,
     KafkaOptionValue,
+    KafkaTopics,
     aiokafka_options,
     json_object,
     kafka_option_problem,
@@ -419,6 +421,37 @@ class Settings(JudgeSettings):
             max_sentences_per_answer=self.max_sentences_per_answer,
             max_quote_chars=self.max_quote_chars,
             relocation_budget_ms=self.relocation_budget_ms,
+        )
+
+    @property
+    def kafka(self) -> KafkaConnection:
+        """How the Kafka clients connect (the Kafka adapter's clients read no settings)."""
+        return KafkaConnection(
+            bootstrap_servers=self.bootstrap_servers,
+            client_id=self.client_id,
+            security_protocol=self.security_protocol,
+            sasl_mechanism=self.sasl_mechanism,
+            sasl_username=self.sasl_username,
+            sasl_password=self.sasl_password,
+            sasl_oauth_token_file=self.sasl_oauth_token_file,
+            sasl_kerberos_service_name=self.sasl_kerberos_service_name,
+            sasl_kerberos_domain_name=self.sasl_kerberos_domain_name,
+            ssl_cafile=self.ssl_cafile,
+            ssl_certfile=self.ssl_certfile,
+            ssl_keyfile=self.ssl_keyfile,
+            kafka_options=dict(self.kafka_options),
+            max_message_bytes=self.max_message_bytes,
+        )
+
+    @property
+    def kafka_topics(self) -> KafkaTopics:
+        """The topics the exporter reads and writes."""
+        return KafkaTopics(
+            self.chunks_topic,
+            self.answers_topic,
+            self.verdicts_topic,
+            self.dlq_topic,
+            self.control_topic,
         )
 
     @property

@@ -87,10 +87,10 @@ def token_file(tmp_path: Path) -> Path:
 
 def test_every_client_is_named_by_the_client_id_and_its_role(built: list[Any]) -> None:
     settings = Settings(client_id="rag-prod")
-    make_consumer(settings, "answers", group_id="g")
-    make_consumer(settings, "chunks")
-    make_consumer(settings)
-    make_producer(settings)
+    make_consumer(settings.kafka, "answers", group_id="g")
+    make_consumer(settings.kafka, "chunks")
+    make_consumer(settings.kafka)
+    make_producer(settings.kafka)
     assert [call["client_id"] for call in built] == [
         "rag-prod-answers",
         "rag-prod-chunks",
@@ -117,8 +117,8 @@ def test_kafka_options_reach_every_client_that_takes_them(built: list[Any]) -> N
             "metadata_max_age_ms": 60_000,  # every client
         }
     )
-    consumer = make_consumer(settings, "answers", group_id="g")
-    producer = make_producer(settings)
+    consumer = make_consumer(settings.kafka, "answers", group_id="g")
+    producer = make_producer(settings.kafka)
     admin = client_options(AIOKafkaAdminClient, settings, "admin")
     assert (consumer["session_timeout_ms"], consumer["metadata_max_age_ms"]) == (45_000, 60_000)
     assert "compression_type" not in consumer
@@ -146,8 +146,8 @@ def test_every_option_the_exporter_sets_is_refused_in_kafka_options(
             sasl_password=SecretStr("p"),
             sasl_oauth_token_file=token_file,
         )
-    make_consumer(settings, "answers", group_id="g")
-    make_producer(settings)
+    make_consumer(settings.kafka, "answers", group_id="g")
+    make_producer(settings.kafka)
     set_by_us = {key for call in built for key in call}
     assert set_by_us <= set(OWN_KAFKA_OPTIONS)
 
@@ -156,8 +156,8 @@ def test_aiokafka_builds_its_clients_with_the_merged_options() -> None:
     settings = Settings(kafka_options={"session_timeout_ms": 45_000, "compression_type": "gzip"})
 
     async def build() -> None:
-        consumer = make_consumer(settings, "answers", group_id="g")
-        producer = make_producer(settings)
+        consumer = make_consumer(settings.kafka, "answers", group_id="g")
+        producer = make_producer(settings.kafka)
         await clients.close(consumer)
         await clients.close(producer)
 
@@ -173,7 +173,7 @@ def test_oauthbearer_logs_in_with_the_token_file(token_file: Path) -> None:
         sasl_mechanism="OAUTHBEARER",
         sasl_oauth_token_file=token_file,
     )
-    options = connection_options(settings)
+    options = connection_options(settings.kafka)
     provider = options["sasl_oauth_token_provider"]
     assert isinstance(provider, TokenFile) and provider.path == token_file
     assert asyncio.run(provider.token()) == token_file.read_text().strip()
@@ -188,7 +188,7 @@ def test_gssapi_passes_the_kerberos_service(monkeypatch: pytest.MonkeyPatch) -> 
         sasl_kerberos_service_name="kafka-prod",
         sasl_kerberos_domain_name="kafka.example.com",
     )
-    options = connection_options(settings)
+    options = connection_options(settings.kafka)
     assert options["sasl_mechanism"] == "GSSAPI"
     assert options["sasl_kerberos_service_name"] == "kafka-prod"
     assert options["sasl_kerberos_domain_name"] == "kafka.example.com"
@@ -251,7 +251,7 @@ def _oauth_settings(token: Path) -> Settings:
 def test_an_expired_token_is_named_with_its_expiry(tmp_path: Path) -> None:
     token = tmp_path / "token"
     token.write_text(_jwt(1_700_000_000))
-    sentence = explain(TokenRejectedError(), "127.0.0.1", 19096, _oauth_settings(token))
+    sentence = explain(TokenRejectedError(), "127.0.0.1", 19096, _oauth_settings(token).kafka)
     assert sentence == (
         f"Kafka at 127.0.0.1:19096 rejected the OAUTHBEARER token in sasl_oauth_token_file "
         f"{token}: it expired at 2023-11-14 22:13:20 UTC"
@@ -263,7 +263,7 @@ def test_a_rejected_opaque_token_is_named(tmp_path: Path, error: Exception) -> N
     token = tmp_path / "token"
     secret = f"opaque-{uuid.uuid4().hex}"
     token.write_text(secret)
-    sentence = explain(error, "127.0.0.1", 19096, _oauth_settings(token))
+    sentence = explain(error, "127.0.0.1", 19096, _oauth_settings(token).kafka)
     assert sentence == (
         f"Kafka at 127.0.0.1:19096 rejected the OAUTHBEARER token in sasl_oauth_token_file "
         f"{token} (invalid, expired, or issued for another broker)"
@@ -283,7 +283,7 @@ class _NoBroker:
 def test_no_broker_in_the_metadata_is_a_connection_problem_not_a_missing_topic() -> None:
     settings = Settings(bootstrap_servers="k1:9092")
     with pytest.raises(KafkaConnectionError, match="no broker metadata from k1:9092"):
-        asyncio.run(topic_partitions(_NoBroker(), "rag.chunks", "chunks_topic", settings))  # type: ignore[arg-type]
+        asyncio.run(topic_partitions(_NoBroker(), "rag.chunks", "chunks_topic", settings.kafka))  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------- dead letters, Connect-style

@@ -25,6 +25,7 @@ from sweep_watch import WatchedStep, watching
 
 from exporter.checks.engine import Policy
 from exporter.checks.verdict import Status
+from exporter.config.kafka import KafkaConnection
 from exporter.entailment.drawing import Drawing
 from exporter.entailment.judging import SampleJudging
 from exporter.entailment.lexical import LexicalJudge
@@ -639,10 +640,10 @@ def test_the_exporter_is_ready_once_the_store_caught_up_and_not_after_it_stopped
         key, value = _chunk("doc", ordinal)
         broker.append(settings.chunks_topic, value, key, partition=ordinal % 2)
 
-    def make_consumer(_: Settings, role: str, group_id: str | None = None) -> FakeConsumer:
+    def make_consumer(_: KafkaConnection, role: str, group_id: str | None = None) -> FakeConsumer:
         return FakeConsumer(broker, group_id=group_id, fetch_max_records=1)
 
-    async def no_problem(_: Settings) -> None:
+    async def no_problem(_: KafkaConnection) -> None:
         return None
 
     clients = runtime.KafkaClients(
@@ -694,14 +695,14 @@ def test_sigterm_while_shared_sweeps_wait_for_the_broker_ends_the_run(
     broker.create_topic(settings.control_topic, 1)
     waiting = asyncio.Event()
 
-    async def broker_away(_: Settings, topic: str) -> None:
+    async def broker_away(_: KafkaConnection, topic: str, replicas: int | None) -> None:
         waiting.set()
         await asyncio.Event().wait()
 
-    async def no_problem(_: Settings) -> None:
+    async def no_problem(_: KafkaConnection) -> None:
         return None
 
-    def make_consumer(_: Settings, role: str, group_id: str | None = None) -> FakeConsumer:
+    def make_consumer(_: KafkaConnection, role: str, group_id: str | None = None) -> FakeConsumer:
         return FakeConsumer(broker, group_id=group_id)
 
     monkeypatch.setattr(runtime, "SHUTDOWN_GRACE_SECONDS", 0.01)

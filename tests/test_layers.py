@@ -187,3 +187,15 @@ def test_every_dead_letter_of_a_check_that_raised_names_what_raised() -> None:
             if "check_failed" in reasons and "exception" not in named:
                 missing.append(f"{module} line {node.lineno}")
     assert missing == []
+
+
+def test_only_the_command_line_and_the_services_wiring_read_the_settings() -> None:
+    """Adapters, engines and checks take their own configurations (exporter.config, Policy);
+    the settings build them in the commands and in the service's composition root."""
+    readers = sorted(
+        module
+        for module in MODULES
+        if any(target == "exporter.settings" for target, _ in _imports(module))
+    )
+    allowed = [m for m in readers if m.startswith("exporter.cli.") or m == "exporter.kafka.runtime"]
+    assert readers == allowed

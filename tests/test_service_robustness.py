@@ -283,7 +283,7 @@ def _unverified() -> ssl.SSLCertVerificationError:
 def test_each_connection_failure_is_one_sentence_naming_the_setting(
     error: BaseException, settings: Settings, fragments: list[str]
 ) -> None:
-    sentence = explain(error, "127.0.0.1", 19094, settings)
+    sentence = explain(error, "127.0.0.1", 19094, settings.kafka)
     for fragment in fragments:
         assert fragment in sentence
     assert "hunter2" not in sentence and "\n" not in sentence
@@ -473,7 +473,7 @@ def test_a_broker_lost_after_start_up_is_named_once_and_its_return_too(
 
     causes = iter(["nothing accepts connections at 127.0.0.1:1 (bootstrap_servers)"] * 3)
 
-    async def diagnose(settings: Settings) -> str | None:
+    async def diagnose(connection: object) -> str | None:
         return next(causes, None)
 
     monkeypatch.setattr(runtime, "CONNECTION_CHECK_SECONDS", 0.01)
@@ -526,7 +526,7 @@ def test_a_sasl_mechanism_the_broker_lacks_is_said_plainly() -> None:
     from aiokafka.errors import UnsupportedSaslMechanismError
 
     error = UnsupportedSaslMechanismError("<AIOKafkaConnection host=127.0.0.1 port=1>")
-    sentence = explain(error, "127.0.0.1", 19094, _sasl_settings())
+    sentence = explain(error, "127.0.0.1", 19094, _sasl_settings().kafka)
     assert sentence == "Kafka at 127.0.0.1:19094 does not offer SASL SCRAM-SHA-512 (sasl_mechanism)"
 
 
@@ -536,5 +536,5 @@ def test_a_missing_topic_is_named_with_its_setting() -> None:
     settings = Settings(bootstrap_servers="k1:9092")
     with pytest.raises(RestartRequired) as error:
         no_topics = FakeProducer(FakeBroker())
-        asyncio.run(topic_partitions(no_topics, "rag.chunk", "chunks_topic", settings))  # type: ignore[arg-type]
+        asyncio.run(topic_partitions(no_topics, "rag.chunk", "chunks_topic", settings.kafka))  # type: ignore[arg-type]
     assert str(error.value) == "topic 'rag.chunk' does not exist at k1:9092 (chunks_topic)"

@@ -103,7 +103,7 @@ def test_sasl_ssl_options_reach_the_clients() -> None:
         sasl_username="exporter",
         sasl_password=SecretStr("s3cret"),
     )
-    options = connection_options(settings)
+    options = connection_options(settings.kafka)
     assert options["security_protocol"] == "SASL_SSL"
     assert options["sasl_mechanism"] == "SCRAM-SHA-512"
     assert (options["sasl_plain_username"], options["sasl_plain_password"]) == (
@@ -114,7 +114,7 @@ def test_sasl_ssl_options_reach_the_clients() -> None:
 
 
 def test_plaintext_has_no_tls_or_sasl() -> None:
-    options = connection_options(Settings())
+    options = connection_options(Settings().kafka)
     assert set(options) == {"bootstrap_servers", "security_protocol"}
 
 

@@ -80,11 +80,13 @@ def run(args: argparse.Namespace) -> int:
 
     async def send() -> dict[str, int]:
         if args.create_topics:
-            await create_topics(settings, args.create_topics)
-        return await produce_scenario(settings, plan, rate=args.rate, sweep_after=args.sweep)
+            await create_topics(settings.kafka, settings.kafka_topics, args.create_topics)
+        return await produce_scenario(
+            settings.kafka, settings.kafka_topics, plan, rate=args.rate, sweep_after=args.sweep
+        )
 
     async def why() -> str | None:
-        return await diagnose(settings)
+        return await diagnose(settings.kafka)
 
     try:
         counts = asyncio.run(send())

@@ -14,10 +14,15 @@ import json
 import math
 import re
 import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import SecretStr
+
 from exporter.config.tls import MAX_TLS_FILE_BYTES, EncryptedKey, refuse_passphrase
+from exporter.records.limits import DEFAULT_LIMITS
 from exporter.small_files import (
     UnusableFile,
     described,
@@ -29,7 +34,9 @@ from exporter.small_files import (
 __all__ = [
     "MAX_TOKEN_BYTES",
     "OWN_KAFKA_OPTIONS",
+    "KafkaConnection",
     "KafkaOptionValue",
+    "KafkaTopics",
     "aiokafka_options",
     "json_object",
     "kafka_option_problem",
@@ -212,3 +219,37 @@ def tls_context(cafile: Path | None, certfile: Path | None, keyfile: Path | None
                 f"key: {shown(exc, 200)}"
             ) from None
     return context
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaConnection:
+    """How the Kafka clients reach and log in to the brokers, and the largest message they
+    move. Built by the settings (which check every value); the Kafka adapter's clients, its
+    diagnosis and its admin take this, never the settings."""
+
+    bootstrap_servers: str = "127.0.0.1:9092"
+    client_id: str = "citation-exporter"
+    security_protocol: str = "PLAINTEXT"
+    sasl_mechanism: str | None = None
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = field(default=None, repr=False)
+    sasl_oauth_token_file: Path | None = None
+    sasl_kerberos_service_name: str = "kafka"
+    sasl_kerberos_domain_name: str | None = None
+    ssl_cafile: Path | None = None
+    ssl_certfile: Path | None = None
+    ssl_keyfile: Path | None = None
+    # further aiokafka client options, checked by the settings (kafka_option_problem)
+    kafka_options: Mapping[str, KafkaOptionValue] = field(default_factory=dict)
+    max_message_bytes: int = DEFAULT_LIMITS.max_message_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaTopics:
+    """The topics the exporter reads and writes (the produce command sends to them)."""
+
+    chunks: str = "rag.chunks"
+    answers: str = "rag.answers"
+    verdicts: str = "rag.citation-verdicts"
+    dlq: str = "rag.citation-events.dlq"
+    control: str = "rag.control"

@@ -24,10 +24,9 @@ from aiokafka.errors import (
     UnknownTopicOrPartitionError,
 )
 
-from exporter.config.kafka import read_token, tls_context
+from exporter.config.kafka import KafkaConnection, read_token, tls_context
 from exporter.errors import RestartRequired
 from exporter.kafka.protocols import Consumer
-from exporter.settings import Settings
 
 __all__ = [
     "TokenFile",
@@ -106,50 +105,50 @@ class TokenFile(AbstractTokenProvider):  # type: ignore[misc]  # aiokafka is unt
         return (stat.st_ino, stat.st_mtime_ns, stat.st_size)
 
 
-def client_id(settings: Settings, role: str) -> str:
+def client_id(connection: KafkaConnection, role: str) -> str:
     """The name a client gives the broker: the ``client_id`` setting and what the client does."""
-    return f"{settings.client_id}-{role}"
+    return f"{connection.client_id}-{role}"
 
 
-def connection_options(settings: Settings) -> dict[str, Any]:
+def connection_options(connection: KafkaConnection) -> dict[str, Any]:
     """bootstrap servers, SSL and SASL options shared by every client."""
     options: dict[str, Any] = {
-        "bootstrap_servers": settings.bootstrap_servers,
-        "security_protocol": settings.security_protocol,
+        "bootstrap_servers": connection.bootstrap_servers,
+        "security_protocol": connection.security_protocol,
     }
-    if settings.security_protocol in ("SSL", "SASL_SSL"):
+    if connection.security_protocol in ("SSL", "SASL_SSL"):
         options["ssl_context"] = tls_context(
-            settings.ssl_cafile, settings.ssl_certfile, settings.ssl_keyfile
+            connection.ssl_cafile, connection.ssl_certfile, connection.ssl_keyfile
         )
-    if settings.security_protocol.startswith("SASL"):
-        mechanism = settings.sasl_mechanism or "PLAIN"
+    if connection.security_protocol.startswith("SASL"):
+        mechanism = connection.sasl_mechanism or "PLAIN"
         options["sasl_mechanism"] = mechanism
         if mechanism == "OAUTHBEARER":
-            if settings.sasl_oauth_token_file is None:  # the settings refuse this
+            if connection.sasl_oauth_token_file is None:  # the settings refuse this
                 raise ValueError("sasl_mechanism OAUTHBEARER needs sasl_oauth_token_file")
-            options["sasl_oauth_token_provider"] = TokenFile(settings.sasl_oauth_token_file)
+            options["sasl_oauth_token_provider"] = TokenFile(connection.sasl_oauth_token_file)
         elif mechanism == "GSSAPI":
-            options["sasl_kerberos_service_name"] = settings.sasl_kerberos_service_name
-            options["sasl_kerberos_domain_name"] = settings.sasl_kerberos_domain_name
+            options["sasl_kerberos_service_name"] = connection.sasl_kerberos_service_name
+            options["sasl_kerberos_domain_name"] = connection.sasl_kerberos_domain_name
         else:
-            options["sasl_plain_username"] = settings.sasl_username
+            options["sasl_plain_username"] = connection.sasl_username
             options["sasl_plain_password"] = (
-                settings.sasl_password.get_secret_value() if settings.sasl_password else None
+                connection.sasl_password.get_secret_value() if connection.sasl_password else None
             )
     return options
 
 
-def client_options(client: type, settings: Settings, role: str) -> dict[str, Any]:
+def client_options(client: type, connection: KafkaConnection, role: str) -> dict[str, Any]:
     """What every client of type ``client`` is built with: the connection, its name, and those
     of the operator's ``kafka_options`` its constructor takes (a consumer's fetch tuning does not
     reach the producer)."""
     accepted = inspect.signature(client).parameters
-    user = {key: value for key, value in settings.kafka_options.items() if key in accepted}
-    return {**connection_options(settings), "client_id": client_id(settings, role), **user}
+    user = {key: value for key, value in connection.kafka_options.items() if key in accepted}
+    return {**connection_options(connection), "client_id": client_id(connection, role), **user}
 
 
 async def topic_partitions(
-    producer: AIOKafkaProducer, topic: str, setting: str, settings: Settings
+    producer: AIOKafkaProducer, topic: str, setting: str, connection: KafkaConnection
 ) -> set[int]:
     """A topic's partitions, or RestartRequired naming the topic and its setting.
 
@@ -161,42 +160,44 @@ async def topic_partitions(
         partitions: set[int] | None = await producer.partitions_for(topic)
     except TopicAuthorizationFailedError:
         raise RestartRequired(
-            f"user {settings.sasl_username!r} may not read topic {topic!r} ({setting}, ACLs)"
+            f"user {connection.sasl_username!r} may not read topic {topic!r} ({setting}, ACLs)"
         ) from None
     except (UnknownTopicOrPartitionError, KafkaTimeoutError):
         partitions = None
     if not partitions and not producer.client.cluster.brokers():
         # the metadata named no broker, so the connection, not the topic, is the problem (a
         # rejected OAUTHBEARER token looks like this): a KafkaError has the service diagnose it
-        raise KafkaConnectionError(f"no broker metadata from {settings.bootstrap_servers}")
+        raise KafkaConnectionError(f"no broker metadata from {connection.bootstrap_servers}")
     if not partitions:
         raise RestartRequired(
-            f"topic {topic!r} does not exist at {settings.bootstrap_servers} ({setting})"
+            f"topic {topic!r} does not exist at {connection.bootstrap_servers} ({setting})"
         )
     return partitions
 
 
-def make_consumer(settings: Settings, role: str = "consumer", **extra: Any) -> AIOKafkaConsumer:
+def make_consumer(
+    connection: KafkaConnection, role: str = "consumer", **extra: Any
+) -> AIOKafkaConsumer:
     """A consumer that commits only when told to and starts from the earliest offset; ``role``
     names it to the broker (chunks, answers, control, sweep)."""
     return AIOKafkaConsumer(
-        **client_options(AIOKafkaConsumer, settings, role),
+        **client_options(AIOKafkaConsumer, connection, role),
         enable_auto_commit=False,
         auto_offset_reset="earliest",
-        max_partition_fetch_bytes=max(1_048_576, settings.max_message_bytes * 2),
+        max_partition_fetch_bytes=max(1_048_576, connection.max_message_bytes * 2),
         **extra,
     )
 
 
-def make_producer(settings: Settings, role: str = "producer") -> AIOKafkaProducer:
+def make_producer(connection: KafkaConnection, role: str = "producer") -> AIOKafkaProducer:
     """The producer of verdicts and dead letters: acks=all, since offsets are committed once
     they are delivered."""
     return AIOKafkaProducer(
-        **client_options(AIOKafkaProducer, settings, role),
+        **client_options(AIOKafkaProducer, connection, role),
         acks="all",
         linger_ms=5,
         max_batch_size=262_144,
-        max_request_size=max(1_048_576, settings.max_message_bytes * 2),
+        max_request_size=max(1_048_576, connection.max_message_bytes * 2),
         request_timeout_ms=15_000,
     )
 

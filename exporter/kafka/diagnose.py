@@ -31,9 +31,9 @@ from aiokafka.errors import (
 )
 from aiokafka.protocol.metadata import MetadataRequest
 
+from exporter.config.kafka import KafkaConnection
 from exporter.kafka.clients import client_id, connection_options
 from exporter.records.limits import preview
-from exporter.settings import Settings
 
 __all__ = ["bootstrap_hosts", "diagnose", "explain"]
 
@@ -66,8 +66,8 @@ def token_expiry(path: Path | None) -> float | None:
     return float(expiry) if isinstance(expiry, int | float) else None
 
 
-def _rejected_token(where: str, settings: Settings) -> str:
-    path = settings.sasl_oauth_token_file
+def _rejected_token(where: str, connection: KafkaConnection) -> str:
+    path = connection.sasl_oauth_token_file
     said = f"{where} rejected the OAUTHBEARER token in sasl_oauth_token_file {path}"
     expiry = token_expiry(path)
     if expiry is not None and expiry <= time.time():
@@ -87,33 +87,33 @@ def _tls_alert(exc: BaseException) -> ssl.SSLError | None:
     return None
 
 
-def explain(exc: BaseException, host: str, port: int, settings: Settings) -> str:
+def explain(exc: BaseException, host: str, port: int, connection: KafkaConnection) -> str:
     """One sentence on why connecting to ``host:port`` failed, naming the setting to check."""
     where = f"Kafka at {host}:{port}"
-    protocol = settings.security_protocol
-    mechanism = settings.sasl_mechanism or "PLAIN"
+    protocol = connection.security_protocol
+    mechanism = connection.sasl_mechanism or "PLAIN"
     if isinstance(exc, TokenRejectedError) or (
         isinstance(exc, SaslAuthenticationFailed) and mechanism == "OAUTHBEARER"
     ):
-        return _rejected_token(where, settings)
+        return _rejected_token(where, connection)
     if isinstance(exc, SaslAuthenticationFailed) and mechanism == "GSSAPI":
         return (
             f"{where} rejected the SASL GSSAPI login: check the Kerberos ticket or keytab and "
-            f"the service principal {settings.sasl_kerberos_service_name}@"
-            f"{settings.sasl_kerberos_domain_name or host} (sasl_kerberos_service_name, "
+            f"the service principal {connection.sasl_kerberos_service_name}@"
+            f"{connection.sasl_kerberos_domain_name or host} (sasl_kerberos_service_name, "
             "sasl_kerberos_domain_name)"
         )
     if isinstance(exc, SaslAuthenticationFailed):
         return (
-            f"{where} rejected the SASL {settings.sasl_mechanism or 'PLAIN'} login of user "
-            f"{settings.sasl_username!r}: wrong username or password (sasl_username, "
+            f"{where} rejected the SASL {connection.sasl_mechanism or 'PLAIN'} login of user "
+            f"{connection.sasl_username!r}: wrong username or password (sasl_username, "
             "sasl_password)"
         )
     if isinstance(exc, UnsupportedSaslMechanismError):
         # aiokafka's own message is the repr of its connection object; say it plainly
-        return f"{where} does not offer SASL {settings.sasl_mechanism} (sasl_mechanism)"
+        return f"{where} does not offer SASL {connection.sasl_mechanism} (sasl_mechanism)"
     if isinstance(exc, ssl.SSLCertVerificationError):
-        trusted = settings.ssl_cafile or "not set, so the system CAs"
+        trusted = connection.ssl_cafile or "not set, so the system CAs"
         return (
             f"the TLS certificate of {where} is not trusted: {exc.verify_message} "
             f"(ssl_cafile: {trusted})"
@@ -121,14 +121,14 @@ def explain(exc: BaseException, host: str, port: int, settings: Settings) -> str
     alert = _tls_alert(exc)
     if alert is not None:
         reason = alert.reason or str(alert)
-        if "CERTIFICATE" in reason.upper() and not settings.ssl_certfile:
+        if "CERTIFICATE" in reason.upper() and not connection.ssl_certfile:
             return (
                 f"{where} requires a client certificate and none is configured "
                 f"(ssl_certfile, ssl_keyfile; TLS alert {reason})"
             )
         if "CERTIFICATE" in reason.upper():
             return (
-                f"{where} refused the client certificate ssl_certfile={settings.ssl_certfile} "
+                f"{where} refused the client certificate ssl_certfile={connection.ssl_certfile} "
                 f"(TLS alert {reason}): is it signed by a CA the broker trusts?"
             )
         return f"the TLS handshake with {where} failed: {reason}"
@@ -178,15 +178,15 @@ async def _probe(host: str, port: int, options: dict[str, Any], timeout: float) 
         raise TokenRejectedError  # see the module's docstring
 
 
-async def diagnose(settings: Settings, timeout: float = 10.0) -> str | None:
+async def diagnose(connection: KafkaConnection, timeout: float = 10.0) -> str | None:
     """Why no bootstrap server can be used, or None when one of them can."""
-    options = {**connection_options(settings), "client_id": client_id(settings, "diagnose")}
+    options = {**connection_options(connection), "client_id": client_id(connection, "diagnose")}
     problems = []
-    for host, port in bootstrap_hosts(settings.bootstrap_servers):
+    for host, port in bootstrap_hosts(connection.bootstrap_servers):
         try:
             await _probe(host, port, options, timeout)
         except Exception as exc:
-            problems.append(explain(exc, host, port, settings))
+            problems.append(explain(exc, host, port, connection))
             continue
         return None
     return "; ".join(problems) or "bootstrap_servers names no server"

@@ -20,9 +20,9 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
+from exporter.config.kafka import KafkaConnection, KafkaTopics
 from exporter.kafka.clients import client_options, close
 from exporter.records.chunk_messages import chunk_message
-from exporter.settings import Settings
 
 __all__ = ["ProducePlan", "create_topics", "produce_scenario"]
 
@@ -69,19 +69,17 @@ class ProducePlan:
         )
 
 
-async def create_topics(settings: Settings, partitions: int) -> None:
+async def create_topics(connection: KafkaConnection, names: KafkaTopics, partitions: int) -> None:
     """Create the exporter's topics (the chunk topic compacted); existing ones are kept."""
-    admin = AIOKafkaAdminClient(**client_options(AIOKafkaAdminClient, settings, "admin"))
+    admin = AIOKafkaAdminClient(**client_options(AIOKafkaAdminClient, connection, "admin"))
     try:
         await admin.start()
         topics = [
-            NewTopic(
-                settings.chunks_topic, partitions, 1, topic_configs={"cleanup.policy": "compact"}
-            ),
-            NewTopic(settings.answers_topic, partitions, 1),
-            NewTopic(settings.verdicts_topic, partitions, 1),
-            NewTopic(settings.dlq_topic, 1, 1),
-            NewTopic(settings.control_topic, 1, 1),
+            NewTopic(names.chunks, partitions, 1, topic_configs={"cleanup.policy": "compact"}),
+            NewTopic(names.answers, partitions, 1),
+            NewTopic(names.verdicts, partitions, 1),
+            NewTopic(names.dlq, 1, 1),
+            NewTopic(names.control, 1, 1),
         ]
         for topic in topics:
             try:
@@ -117,37 +115,40 @@ async def _send_answers(
 
 
 async def produce_scenario(
-    settings: Settings, plan: ProducePlan, *, rate: float, sweep_after: bool
+    connection: KafkaConnection,
+    names: KafkaTopics,
+    plan: ProducePlan,
+    *,
+    rate: float,
+    sweep_after: bool,
 ) -> dict[str, int]:
     """Send the three phases; returns counts of what was sent."""
     producer = AIOKafkaProducer(
-        **client_options(AIOKafkaProducer, settings, "produce"), acks="all", linger_ms=10
+        **client_options(AIOKafkaProducer, connection, "produce"), acks="all", linger_ms=10
     )
     half = len(plan.answers) // 2
     try:
         await producer.start()
-        counts = {
-            "baseline_chunks": await _send(producer, settings.chunks_topic, plan.baseline_chunks)
-        }
+        counts = {"baseline_chunks": await _send(producer, names.chunks, plan.baseline_chunks)}
         log.info(
             "baseline: %d chunks sent; sending the first half of the answers",
             counts["baseline_chunks"],
         )
         counts["baseline_citations"] = await _send_answers(
-            producer, settings.answers_topic, plan.answers[:half], rate
+            producer, names.answers, plan.answers[:half], rate
         )
-        counts["reindex_chunks"] = await _send(producer, settings.chunks_topic, plan.reindex_chunks)
+        counts["reindex_chunks"] = await _send(producer, names.chunks, plan.reindex_chunks)
         log.info(
             "re-index: %d chunk records sent; sending the rest of the answers",
             counts["reindex_chunks"],
         )
         counts["after_citations"] = await _send_answers(
-            producer, settings.answers_topic, plan.answers[half:], rate
+            producer, names.answers, plan.answers[half:], rate
         )
         if sweep_after:
             await _send(
                 producer,
-                settings.control_topic,
+                names.control,
                 [(None, b'{"type": "sweep", "reason": "citation-exporter produce"}')],
             )
         return counts

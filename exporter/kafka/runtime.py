@@ -27,6 +27,7 @@ from prometheus_client import CollectorRegistry
 
 from exporter import __version__
 from exporter.checks.store import ChunkStore
+from exporter.config.kafka import KafkaConnection
 from exporter.entailment.background import BackgroundJudge, HourlyBudget
 from exporter.entailment.judging import model_judge, sample_judging
 from exporter.entailment.lexical import LexicalJudge
@@ -69,15 +70,18 @@ _PROBLEM_REMINDER_SECONDS = 300.0
 class KafkaClients:
     """Where the exporter's Kafka clients come from: the seam its tests pass fakes through.
 
-    ``consumer(settings, role, group_id=None)`` and ``producer(settings)`` make clients;
-    ``diagnose(settings)`` says why the broker cannot be used (None: it can);
-    ``prepare_sweeps_topic(settings, topic)`` makes sure the shared sweeps' topic exists.
+    ``consumer(connection, role, group_id=None)`` and ``producer(connection)`` make clients;
+    ``diagnose(connection)`` says why the broker cannot be used (None: it can);
+    ``prepare_sweeps_topic(connection, topic, replicas)`` makes sure the shared sweeps' topic
+    exists.
     """
 
     consumer: Callable[..., AIOKafkaConsumer] = make_consumer
-    producer: Callable[[Settings], AIOKafkaProducer] = make_producer
-    diagnose: Callable[[Settings], Awaitable[str | None]] = diagnose
-    prepare_sweeps_topic: Callable[[Settings, str], Awaitable[None]] = prepare_sweeps_topic
+    producer: Callable[[KafkaConnection], AIOKafkaProducer] = make_producer
+    diagnose: Callable[[KafkaConnection], Awaitable[str | None]] = diagnose
+    prepare_sweeps_topic: Callable[[KafkaConnection, str, int | None], Awaitable[None]] = (
+        prepare_sweeps_topic
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,16 +100,17 @@ def _clients(
     """The service's clients: the producer and the chunk, answer and control consumers, and
     those of a sweep the group shares unless ``share_sweeps`` is off (its control consumer is
     in no group then: every instance reads every request)."""
-    producer = make.producer(settings)
-    chunks = make.consumer(settings, "chunks")
-    answers = make.consumer(settings, "answers", group_id=settings.group_id)
+    connection = settings.kafka
+    producer = make.producer(connection)
+    chunks = make.consumer(connection, "chunks")
+    answers = make.consumer(connection, "answers", group_id=settings.group_id)
     shared = settings.shared_sweeps_topic is not None
     control = make.consumer(
-        settings, "control", group_id=None if shared else f"{settings.group_id}.control"
+        connection, "control", group_id=None if shared else f"{settings.group_id}.control"
     )
     sharing = None
     if shared:
-        sharing = _Shared(producer, control, answers, make.consumer(settings, "sweeps"))
+        sharing = _Shared(producer, control, answers, make.consumer(connection, "sweeps"))
     return producer, chunks, answers, control, sharing
 
 
@@ -188,7 +193,7 @@ class Exporter:
         if isinstance(exc, RestartRequired):
             return str(exc)
         try:
-            cause = await self.clients.diagnose(self.settings)
+            cause = await self.clients.diagnose(self.settings.kafka)
         except Exception as probe_error:  # the probe must never be the next problem
             log.debug("diagnosis failed: %r", probe_error)
             cause = None
@@ -225,7 +230,9 @@ class Exporter:
                 await client.start()
             follower = ChunkFollower(chunk_consumer, settings.chunks_topic, pipeline, self.metrics)
             await follower.assign(
-                await topic_partitions(producer, settings.chunks_topic, "chunks_topic", settings)
+                await topic_partitions(
+                    producer, settings.chunks_topic, "chunks_topic", settings.kafka
+                )
             )
             self.state.problem = None  # connected, and the store is loading: /readyz says so
             following = asyncio.create_task(
@@ -303,9 +310,11 @@ class Exporter:
             sweep_judge_rate=0.0 if judging is None else 1.0,
         )
         sweeps = SweepRunner(
-            lambda: make_consumer(settings, "sweep"),
+            lambda: make_consumer(settings.kafka, "sweep"),
             settings.answers_topic,
-            lambda: topic_partitions(producer, settings.answers_topic, "answers_topic", settings),
+            lambda: topic_partitions(
+                producer, settings.answers_topic, "answers_topic", settings.kafka
+            ),
             pipeline=lambda: pipeline,
             metrics=self.metrics,
             publisher=publisher,
@@ -346,7 +355,7 @@ class Exporter:
             if stop.is_set():
                 return
             try:
-                cause = await self.clients.diagnose(self.settings)
+                cause = await self.clients.diagnose(self.settings.kafka)
             except Exception as probe_error:  # the probe must never be the next problem
                 log.debug("diagnosis failed: %r", probe_error)
                 continue
@@ -392,7 +401,9 @@ class Exporter:
         settings = self.settings
         sweeps_topic, answers_topic = settings.shared_sweeps_topic, settings.answers_topic
         assert sweeps_topic is not None
-        await self.clients.prepare_sweeps_topic(settings, sweeps_topic)
+        await self.clients.prepare_sweeps_topic(
+            settings.kafka, sweeps_topic, settings.sweeps_topic_replication_factor
+        )
         producer = clients.producer
         await clients.progress.start()
 
@@ -407,9 +418,11 @@ class Exporter:
         sweeper = GroupSweeper(
             book=book,
             answers_topic=answers_topic,
-            make_consumer=lambda: make_consumer(settings, "sweep"),
+            make_consumer=lambda: make_consumer(settings.kafka, "sweep"),
             owned=owned,
-            partitions=lambda: topic_partitions(producer, answers_topic, "answers_topic", settings),
+            partitions=lambda: topic_partitions(
+                producer, answers_topic, "answers_topic", settings.kafka
+            ),
             write=write,
             pipeline=lambda: pipeline,
             metrics=self.metrics,
@@ -422,7 +435,7 @@ class Exporter:
             clients.progress, sweeps_topic, book, self.metrics, sweeper.refresh
         )
         await follower.assign(
-            await topic_partitions(producer, sweeps_topic, "sweeps_topic", settings)
+            await topic_partitions(producer, sweeps_topic, "sweeps_topic", settings.kafka)
         )
         await follower.load()
         requests = RequestListener(
@@ -433,7 +446,9 @@ class Exporter:
             max_age_seconds=settings.sweep_request_max_age_seconds,
         )
         await requests.assign(
-            await topic_partitions(producer, settings.control_topic, "control_topic", settings)
+            await topic_partitions(
+                producer, settings.control_topic, "control_topic", settings.kafka
+            )
         )
         for name, task in (
             ("sweep progress", follower.run(stop)),

@@ -23,9 +23,9 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import KafkaError, for_code
 
+from exporter.config.kafka import KafkaConnection
 from exporter.errors import RestartRequired
 from exporter.kafka.clients import client_options
-from exporter.settings import Settings
 
 __all__ = ["TopicAdmin", "ensure_sweeps_topic", "make_admin", "prepare_sweeps_topic"]
 
@@ -58,17 +58,19 @@ class TopicAdmin(Protocol):
     ) -> list[Any]: ...
 
 
-def make_admin(settings: Settings) -> AIOKafkaAdminClient:
+def make_admin(connection: KafkaConnection) -> AIOKafkaAdminClient:
     """An admin client with the service's connection, named ``<client_id>-admin``."""
-    return AIOKafkaAdminClient(**client_options(AIOKafkaAdminClient, settings, "admin"))
+    return AIOKafkaAdminClient(**client_options(AIOKafkaAdminClient, connection, "admin"))
 
 
-async def prepare_sweeps_topic(settings: Settings, topic: str) -> None:
+async def prepare_sweeps_topic(
+    connection: KafkaConnection, topic: str, replicas: int | None = None
+) -> None:
     """:func:`ensure_sweeps_topic` with an admin client of its own, closed after."""
-    admin = make_admin(settings)
+    admin = make_admin(connection)
     try:
         await admin.start()
-        await ensure_sweeps_topic(admin, topic, settings.sweeps_topic_replication_factor)
+        await ensure_sweeps_topic(admin, topic, replicas)
     finally:
         await admin.close()
 
