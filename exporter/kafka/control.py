@@ -24,7 +24,7 @@ from exporter.kafka.topic_sweep import SweepRunner
 from exporter.outputs.metrics import ExporterMetrics
 from exporter.pipeline.outcome import DeadLetter, Origin, Outcome
 from exporter.records.decode import RecordError, parse_json
-from exporter.records.limits import MAX_ID_CHARS, failure, preview
+from exporter.records.limits import MAX_ID_CHARS, preview
 
 __all__ = ["ControlListener", "SweepRequest", "sweep_request"]
 
@@ -92,10 +92,7 @@ class ControlListener:
         except RecordError as exc:
             return DeadLetter(origin, record.value, record.key, "invalid_record", str(exc))
         except Exception as exc:  # nothing one message holds may stop the listener
-            error, raised = failure("handling", exc), type(exc).__name__
-            return DeadLetter(
-                origin, record.value, record.key, "check_failed", error, exception=raised
-            )
+            return DeadLetter.raised(origin, record.value, record.key, exc)
         log.info("sweep requested on %s: %s", self._topic, preview(reason))
         return self._sweeps.request(reason)
 

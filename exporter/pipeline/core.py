@@ -27,7 +27,6 @@ from exporter.pipeline.outcome import DeadLetter, Mode, Origin, Outcome
 from exporter.pipeline.reindex import ReindexWatch
 from exporter.pipeline.sweep import SweepBatch, SweepStep
 from exporter.records.decode import InvalidJson, RecordError, decode_chunk, parse_json
-from exporter.records.limits import failure
 from exporter.records.schema import Chunk, ChunkDeletion
 
 __all__ = ["LocalRecord", "Pipeline", "Record"]
@@ -92,14 +91,7 @@ class Pipeline:
         try:
             letter = self._apply_chunk(record, origin)
         except Exception as exc:  # nothing one record holds may stop the store's loading
-            letter = DeadLetter(
-                origin,
-                record.value,
-                record.key,
-                "check_failed",
-                failure("handling", exc),
-                exception=type(exc).__name__,
-            )
+            letter = DeadLetter.raised(origin, record.value, record.key, exc)
         return Outcome(origin, dead_letter=letter)
 
     def _apply_chunk(self, record: Record, origin: Origin) -> DeadLetter | None:

@@ -35,7 +35,7 @@ from exporter.pipeline.outcome import (
     evidence_crc,
 )
 from exporter.records.decode import InvalidJson, decode_citations, decode_sentences, parse_json
-from exporter.records.limits import Limits, bounded, failure
+from exporter.records.limits import Limits, bounded
 from exporter.records.schema import Citation, InvalidCitation
 
 __all__ = ["check_message", "oversized", "unread", "unusable"]
@@ -216,14 +216,7 @@ def check_message(
     try:
         return _check(value, key, origin, store, policy, mode)
     except Exception as exc:  # nothing one message holds may stop the checks
-        letter = DeadLetter(
-            origin,
-            value,
-            key,
-            "check_failed",
-            failure("handling", exc),
-            exception=type(exc).__name__,
-        )
+        letter = DeadLetter.raised(origin, value, key, exc)
         return unusable(letter, mode)
 
 

@@ -18,6 +18,7 @@ from exporter.checks.coverage import CoverageVerdict
 from exporter.checks.evidence import Evidence
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status, Verdict
+from exporter.records.limits import failure
 from exporter.records.schema import InvalidCitation
 
 __all__ = [
@@ -73,6 +74,15 @@ class DeadLetter:
     def indexes(self) -> list[int]:
         """Positions of the invalid citations within their answer."""
         return [item.index for item in self.citations if item.index is not None]
+
+    @classmethod
+    def raised(
+        cls, origin: Origin, value: bytes | None, key: bytes | None, exc: BaseException
+    ) -> DeadLetter:
+        """The dead letter of an input whose handling raised (a bug, reported rather than
+        fatal): reason ``check_failed``, the error naming the exception, its class kept."""
+        error = failure("handling", exc)
+        return cls(origin, value, key, "check_failed", error, exception=type(exc).__name__)
 
     def invalid_citations(self) -> Iterator[InvalidCitation]:
         """One item per citation this letter stands for (one for a whole unusable message)."""

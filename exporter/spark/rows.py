@@ -205,14 +205,7 @@ def citation_rows(line: int, raw: bytes, limits: Limits) -> list[tuple[Row, bool
     try:
         return _decoded(line, raw, origin, limits)
     except Exception as exc:  # nothing one line holds may stop the sweep
-        letter = DeadLetter(
-            origin,
-            raw,
-            None,
-            "check_failed",
-            failure("handling", exc),
-            exception=type(exc).__name__,
-        )
+        letter = DeadLetter.raised(origin, raw, None, exc)
         return _finished(line, unusable(letter, Mode.SWEEP))
 
 
