@@ -156,7 +156,13 @@ def fit(examples: Sequence[Example], c: float = C) -> tuple[TfidfVectorizer, Log
 
 def weights(examples: Sequence[Example], c: float = C) -> dict[str, Any]:
     """The weights file's content, for a fit on ``examples``."""
-    vectorizer, model = fit(examples, c)
+    return _document(examples, *fit(examples, c), c)
+
+
+def _document(
+    examples: Sequence[Example], vectorizer: TfidfVectorizer, model: LogisticRegression, c: float
+) -> dict[str, Any]:
+    """The weights file's content for a fit already made on ``examples``."""
     coefficients = model.coef_[0]
     names = vectorizer.get_feature_names_out()
     vocabulary = {
@@ -208,7 +214,8 @@ def check(examples: Sequence[Example], path: Path = OUTPUT) -> list[str]:
         "min_known": MIN_KNOWN,
     }:
         problems.append("the training settings changed since the weights were written")
-    fresh_document = weights(examples)
+    vectorizer, model = fit(examples)
+    fresh_document = _document(examples, vectorizer, model, C)
     vocabulary, fresh_vocabulary = shipped.get("vocabulary", {}), fresh_document["vocabulary"]
     if set(vocabulary) != set(fresh_vocabulary):
         problems.append("the vocabulary's terms differ from a fresh fit's")
@@ -225,7 +232,6 @@ def check(examples: Sequence[Example], path: Path = OUTPUT) -> list[str]:
             problems.append(f"a term's weight differs from a fresh fit's by {worst:.2g}")
     if shipped.get("features") != fresh_document["features"]:
         problems.append("the features differ from a fresh fit's")
-    vectorizer, model = fit(examples)
     fresh = model.predict_proba(_matrix(vectorizer, [e.text for e in examples], fit=False))[:, 1]
     loaded = ClaimModel.from_json(shipped)
     worst = max(abs(loaded.probability(e.text) - p) for e, p in zip(examples, fresh, strict=True))

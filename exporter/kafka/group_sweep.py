@@ -324,7 +324,8 @@ class GroupSweeper:
         reached = min(target, max(reached, checked, await consumer.position(tp)))
         await self._publisher.delivered(batch.sent)
         self._metrics.record(batch.outcomes)
-        counts.update(item.verdict.status.value for o in batch.outcomes for item in o.checked)
+        # the batch's summary counted its statuses already
+        counts.update({str(status): n for status, n in batch.sweep.summary.statuses.items()})
         if drawn is not None:
             drawn[0].add(batch.sweep.counts, batch.sweep.candidates)
         return reached

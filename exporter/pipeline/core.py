@@ -20,12 +20,11 @@ from typing import Protocol
 from exporter.checks.coverage import CoverageStatus
 from exporter.checks.engine import Policy
 from exporter.checks.store import ChunkStore
-from exporter.checks.verdict import Status
 from exporter.entailment.drawing import Drawing
 from exporter.pipeline.messages import check_message, oversized
 from exporter.pipeline.outcome import DeadLetter, Mode, Origin, Outcome
 from exporter.pipeline.reindex import ReindexWatch
-from exporter.pipeline.sweep import SweepBatch, SweepStep
+from exporter.pipeline.sweep import SweepStep, publish_verdicts
 from exporter.records.decode import InvalidJson, RecordError, decode_chunk, parse_json
 from exporter.records.schema import Chunk, ChunkDeletion
 
@@ -116,17 +115,12 @@ class Pipeline:
         """Check every citation of one answer message; say what to publish."""
         origin = Origin(record.topic, record.partition, record.offset)
         if mode is Mode.SWEEP:
-            return self.sweep_step().record(
-                SweepBatch(), record.value, origin, "", key=record.key, partition=record.partition
-            )
+            return self.sweep_step().check(record.value, origin, record.key)
         outcome = check_message(
             record.value, record.key, origin, store=self.store, policy=self._policy, mode=mode
         )
         publish_all = self._publish_all
-        for checked in outcome.checked:
-            status = checked.verdict.status
-            if status is not Status.INVALID and (publish_all or status is not Status.OK):
-                outcome.publish.append(checked.verdict)
+        publish_verdicts(outcome, publish_all)
         coverage = outcome.coverage
         if coverage is not None and (
             coverage.status in (CoverageStatus.UNCITED_CLAIMS, CoverageStatus.UNJUDGED)

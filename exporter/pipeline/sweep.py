@@ -26,7 +26,7 @@ from exporter.pipeline.outcome import Mode, Origin, Outcome
 from exporter.pipeline.summary import SweepSummary
 from exporter.records.limits import Oversized
 
-__all__ = ["SweepBatch", "SweepStep", "sweep_publish"]
+__all__ = ["SweepBatch", "SweepStep", "publish_verdicts"]
 
 
 @dataclass(slots=True)
@@ -41,13 +41,16 @@ class SweepBatch:
     candidates: list[tuple[Stratum, int, str, PackedCandidate]] = field(default_factory=list)
 
 
-def sweep_publish(outcome: Outcome) -> None:
-    """What a sweep publishes of an outcome: its failing verdicts (not its invalid inputs, which
-    were dead-lettered when first consumed; not its coverage, which depends on the answer
-    alone and was published then)."""
+def publish_verdicts(outcome: Outcome, everything: bool = False) -> None:
+    """Add to what an outcome publishes its citations' verdicts: the failing ones, or with
+    ``everything`` the passing ones too; never its invalid inputs, which are dead-lettered.
+
+    A sweep publishes the failing ones alone, and no coverage verdict: coverage depends on the
+    answer alone and was published when the answer was first checked.
+    """
     for checked in outcome.checked:
         status = checked.verdict.status
-        if status is not Status.INVALID and status is not Status.OK:
+        if status is not Status.INVALID and (everything or status is not Status.OK):
             outcome.publish.append(checked.verdict)
 
 
@@ -75,6 +78,21 @@ class SweepStep:
         self.drawing = drawing
         self.publish = publish
 
+    def check(
+        self, value: bytes | Oversized | None, origin: Origin, key: bytes | None = None
+    ) -> Outcome:
+        """The outcome of one record in sweep mode, with what a sweep publishes of it; counted
+        nowhere (:meth:`record` counts it in a batch)."""
+        if isinstance(value, Oversized):
+            error = value.describe(self.policy.limits.max_message_bytes)
+            return unread(origin, error, Mode.SWEEP)
+        outcome = check_message(
+            value, key, origin, store=self.store, policy=self.policy, mode=Mode.SWEEP
+        )
+        if self.publish:
+            publish_verdicts(outcome)
+        return outcome
+
     def record(
         self,
         batch: SweepBatch,
@@ -88,15 +106,7 @@ class SweepStep:
         """The outcome of one record (a line never read, as ``Oversized``, is an invalid one),
         added to ``batch``; ``where`` names the record in the summary's errors, ``partition``
         draws a Kafka partition's keys from a seed of its own."""
-        if isinstance(value, Oversized):
-            error = value.describe(self.policy.limits.max_message_bytes)
-            outcome = unread(origin, error, Mode.SWEEP)
-        else:
-            outcome = check_message(
-                value, key, origin, store=self.store, policy=self.policy, mode=Mode.SWEEP
-            )
-            if self.publish:
-                sweep_publish(outcome)
+        outcome = self.check(value, origin, key)
         batch.summary.add_outcome(outcome, where)
         if self.drawing is not None:
             self.drawing.add(
