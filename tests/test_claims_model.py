@@ -17,7 +17,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from exporter.checks import claims
+from exporter.checks.claims import load_classifier
 from exporter.checks.claims_model import FEATURES, ClaimModel, shipped_model, terms, words
+from exporter.errors import SettingsError
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "training"))
@@ -113,3 +116,17 @@ def test_any_text_gets_a_probability(text: str) -> None:
     probability = shipped_model().probability(text)
     assert 0.0 <= probability <= 1.0
     assert 0.0 <= shipped_model().known_share(text) <= 1.0
+
+
+def test_a_damaged_weights_file_is_a_settings_error_naming_the_classifier(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A broken install fails where the classifier is configured, in one line, not with a
+    traceback on the first sentence."""
+
+    def damaged() -> ClaimModel:
+        raise json.JSONDecodeError("Expecting value", "", 0)
+
+    monkeypatch.setattr(claims, "shipped_model", damaged)
+    with pytest.raises(SettingsError, match=r"^classifier 'hybrid': its model cannot be loaded"):
+        load_classifier("hybrid")

@@ -17,6 +17,7 @@ import pytest
 from exporter.checks.engine import Policy
 from exporter.errors import InputError
 from exporter.file_sweep import load_store, run_sweep
+from exporter.pipeline.replay import records_of
 from exporter.pipeline.summary import SweepSummary
 from exporter.records.limits import Oversized
 from exporter.sources import ChunkSource, CitationSource, RawRecord, RecordSource
@@ -145,3 +146,9 @@ def test_a_read_asked_for_is_not_complete_before_it_begins(tmp_path: Path) -> No
     assert not source.complete
     list(again)
     assert source.complete
+
+
+def test_a_replay_whose_source_stopped_early_is_an_error() -> None:
+    source = Stopping("answers table", [CITATION] * 10)
+    with pytest.raises(InputError, match=r"^answers table: the read ended before"):
+        list(records_of(source, "chunks", "answers", 10_000))

@@ -845,7 +845,10 @@ def load_classifier(spec: str) -> SentenceClassifier:
     """
     name = spec.strip()
     if name.casefold() == "hybrid":
-        return HybridClassifier()
+        try:
+            return HybridClassifier()
+        except (OSError, ValueError, KeyError, TypeError) as exc:  # a damaged install
+            raise _spec_error(spec, f"its model cannot be loaded: {_raised(exc)}") from exc
     if name.casefold() == "rules":
         return RuleClassifier()
     module_name, colon, attribute = name.partition(":")

@@ -18,7 +18,7 @@ from exporter.pipeline.outcome import Origin, Outcome
 from exporter.pipeline.summary import SweepSummary
 from exporter.records.chunk_messages import chunk_message
 from exporter.records.limits import Oversized
-from exporter.sources import RecordSource
+from exporter.sources import RecordSource, require_complete
 
 __all__ = ["BATCH", "SkippedLine", "records_of", "replay"]
 
@@ -43,7 +43,8 @@ def records_of(
 ) -> Iterator[LocalRecord | SkippedLine]:
     """Every record of ``source`` as a record of the topic it would have come from.
 
-    A record above ``max_bytes`` is not read: it is yielded as a :class:`SkippedLine`.
+    A record above ``max_bytes`` is not read: it is yielded as a :class:`SkippedLine`. Raises
+    InputError, naming the source, when its read stops before its end.
     """
     for number, line in source.records(max_bytes):
         if isinstance(line, Oversized):
@@ -54,6 +55,7 @@ def records_of(
             yield LocalRecord(chunks_topic, 0, number, *message)
         else:
             yield LocalRecord(answers_topic, 0, number, None, line)
+    require_complete(source)
 
 
 def replay(
