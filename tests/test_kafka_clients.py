@@ -367,6 +367,14 @@ def test_a_check_that_raised_is_a_task_put_failure_naming_the_exception(
     assert connect["invalid_citations"] == b"2" and connect["citation_indexes"] == b"0,1"
 
 
+def test_a_huge_exception_class_name_is_cut_in_its_header() -> None:
+    """What raised may be a plug-in's class, named as it likes."""
+    huge = type("E" * 100_000, (Exception,), {})
+    letter = DeadLetter.raised(Origin("rag.answers", 0, 5), b"{}", None, huge("boom"))
+    header = dict(_published(letter))["__connect.errors.exception.class.name"]
+    assert header == b"E" * 1024
+
+
 def test_an_error_text_that_looks_like_a_raised_exception_names_none() -> None:
     """What a record's own text says is never read back as an exception's class."""
     letter = DeadLetter(

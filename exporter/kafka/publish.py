@@ -79,7 +79,8 @@ def _connect_headers(letter: DeadLetter, connector: str, task: str) -> list[tupl
         (prefix + "task.id", task.encode()),
         (prefix + "stage", stage.encode()),
         (prefix + "class.name", _CONNECT_EXECUTING[stage].encode()),
-        (prefix + "exception.class.name", exception.encode()),
+        # a class name is a plug-in's to choose: bounded as the message is
+        (prefix + "exception.class.name", exception.encode()[:_MAX_ERROR]),
         (prefix + "exception.message", letter.error.encode()[:_MAX_ERROR]),
     ]
 
