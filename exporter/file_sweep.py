@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import IO
 
+from exporter.checks.coverage import COVERAGE
 from exporter.checks.engine import Policy
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status
@@ -110,8 +111,8 @@ def _set_job(job: _Job) -> None:
 def _check_batch(
     lines: list[tuple[int, bytes | Oversized]], thresholds: dict[Stratum, int] | None = None
 ) -> _Checked:
-    """Check the citations of some input lines: their verdicts and coverage verdicts as JSONL,
-    and the batch's part of the summary and of the sample.
+    """Check the citations of some input lines: their verdicts (and the results of plug-in
+    checks) and coverage verdicts as JSONL, and the batch's part of the summary and sample.
 
     Each line goes through the sweep's own step (:class:`~exporter.pipeline.sweep.SweepStep`),
     as a record of the answer topic does in the sweeps over it.
@@ -129,8 +130,13 @@ def _check_batch(
                 verdict = checked.verdict
                 index = checked.index if verdict.status is Status.INVALID else None
                 verdicts.append(verdict_json(verdict, checked.evidence, line=number, index=index))
-        if job.write_coverage and outcome.coverage is not None:
-            coverage.append(verdict_json(outcome.coverage, line=number))
+        # the checks' results after the line's verdicts; coverage's in a file of their own
+        for result in outcome.results:
+            if result.check == COVERAGE:
+                if job.write_coverage:
+                    coverage.append(verdict_json(result, line=number))
+            elif job.write_verdicts:
+                verdicts.append(verdict_json(result, line=number))
     return _Checked(b"".join(verdicts), b"".join(coverage), batch)
 
 

@@ -26,7 +26,7 @@ from exporter.checks.verdict import Status
 from exporter.cli import main
 from exporter.file_sweep import load_store, run_sweep
 from exporter.outputs.metrics import ExporterMetrics, SourceLabels
-from exporter.outputs.report import coverage_json, coverage_lines, summary_json, summary_text
+from exporter.outputs.report import summary_json, summary_text
 from exporter.outputs.verdicts import verdict_json, verdict_key
 from exporter.pipeline.core import LocalRecord, Pipeline
 from exporter.pipeline.gate import Gate
@@ -141,9 +141,9 @@ def test_claims_of_an_answer_whose_citations_were_all_unreadable_are_unjudged() 
     summary.add_outcome(outcome, "answers.jsonl:1")
     assert summary.coverage.uncited == 0 and summary.coverage.unjudged == 3
     assert summary.coverage.uncited_ratio == 0.0
-    report = coverage_json(summary.coverage)
+    report = summary.coverage.as_json()
     assert report["unjudged"] == 3 and report["answers_with_unreadable_citations"] == 1
-    text = "\n".join(coverage_lines(summary.coverage))
+    text = "\n".join(summary.coverage.lines())
     assert "not judged" in text and "3 claims in 1 answer whose citations could not be read" in text
 
 
@@ -617,13 +617,13 @@ def test_the_text_summary_shows_hostile_topics_on_one_short_line() -> None:
     for number, topic in enumerate(hostile):
         value = _answer(["An uncited claim."], topic=topic)
         summary.add_outcome(_check(value), f"answers.jsonl:{number}")
-    rendered = "\n".join(coverage_lines(summary.coverage))
+    rendered = "\n".join(summary.coverage.lines())
     topics_line = next(line for line in rendered.splitlines() if "uncited by topic" in line)
     assert "FAKE LINE" in topics_line and "red" in topics_line and "ok 1" in topics_line
     assert all(c.isprintable() for c in topics_line)
     assert len(topics_line) < 5 * 80
     # the JSON keeps the topics as they are (orjson escapes what it must)
-    assert {row["topic"] for row in coverage_json(summary.coverage)["uncited_by_topic"]} == set(
+    assert {row["topic"] for row in summary.coverage.as_json()["uncited_by_topic"]} == set(
         hostile
     )
 

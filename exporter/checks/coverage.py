@@ -10,20 +10,61 @@ the answer. Pure: no I/O, no clock.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections import Counter
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from exporter.checks.claims import SentenceClassifier, SentenceKind
+from exporter.checks.plugins import AnswerContext, Count, MetricSpec, Unusable
+from exporter.checks.wording import counted, shown_topic
+from exporter.records.decode import decode_sentences
 from exporter.records.limits import bounded, failure
 
 __all__ = [
+    "COVERAGE",
+    "COVERAGE_METRICS",
     "CoverageAction",
+    "CoverageCheck",
     "CoverageStatus",
+    "CoverageSummary",
     "CoverageVerdict",
     "check_coverage",
     "invalid_coverage",
 ]
+
+COVERAGE = "coverage"  # the check's name: its records' "check", its part of a summary
+_ANSWER_SENTENCES = "citation_answer_sentences"
+_UNCITED_CLAIMS = "citation_uncited_claims"
+_ANSWERS_CHECKED = "citation_answers_checked"
+# the metrics coverage counts into (names are a public contract: rules and boards read them);
+# unjudged_claim: a claim of an answer some of whose citations could not be read (neither
+# cited nor uncited, so not a claim of the coverage ratio)
+COVERAGE_METRICS = (
+    MetricSpec(
+        _ANSWER_SENTENCES,
+        "Sentences of answers whose coverage was judged, by kind: claim (asserts something "
+        "checkable), framing, or unjudged_claim (a claim of an answer some of whose "
+        "citations could not be read).",
+        ("kind",),
+        (("claim",), ("framing",), ("unjudged_claim",)),
+    ),
+    MetricSpec(
+        _UNCITED_CLAIMS,
+        "Claim-bearing sentences that no citation supports, by the answer's topic.",
+        ("topic",),
+        topic=True,
+    ),
+    MetricSpec(
+        _ANSWERS_CHECKED,
+        "Answers whose coverage was judged (answer events that carried their sentences).",
+    ),
+)
+# Topics counted one by one in a summary; an archive's further topics are counted as "other"
+# (a topic is the producer's free text: an archive may hold any number of them).
+_MAX_TOPICS_KEPT = 50
+_OTHER_TOPIC = "other"
 
 # What a classifier's answer may be to count as framing: no subclass with its own __eq__.
 _KINDS = (SentenceKind, str)
@@ -66,6 +107,180 @@ class CoverageVerdict:
     error: str | None = None
     # with check_failed: the class of what the classifier raised (for the DLQ's headers)
     exception: str | None = None
+
+    # --- the result of a check (see exporter.checks.plugins.CheckResult) -------------------
+
+    @property
+    def check(self) -> str:
+        return COVERAGE
+
+    @property
+    def unusable(self) -> Unusable | None:
+        """Why the sentences could not be judged, for an ``invalid`` verdict."""
+        if self.status is not CoverageStatus.INVALID:
+            return None
+        error = self.error or "the sentences could not be used"
+        return Unusable("sentences", self.reason or "invalid_record", error, self.exception)
+
+    def record(self) -> dict[str, Any]:
+        """What the serving side reads: ``topic`` is the answer's topic here (a provenance
+        ``topic`` added to it is written as ``source_topic``)."""
+        record: dict[str, Any] = {
+            "check": COVERAGE,
+            "answer_id": self.answer_id,
+            "status": self.status,
+            "action": self.action,
+            "claims": self.claims,
+            "framing": self.framing,
+            "uncited": self.uncited,
+            "unjudged": self.unjudged,
+            "topic": self.topic,
+        }
+        if self.error is not None:
+            record["reason"] = self.reason
+            record["error"] = self.error
+        return record
+
+    def key(self) -> bytes:
+        return (self.answer_id or "").encode()
+
+    def published(self, *, everything: bool, sweep: bool) -> bool:
+        """Inline, what the serving side must act on (uncited and unjudged claims), and with
+        ``everything`` the covered answers too; never in a sweep: coverage depends on the answer
+        alone and was published when the answer was first checked."""
+        if sweep:
+            return False
+        status = self.status
+        return status in _ACTED_ON or (everything and status is CoverageStatus.COVERED)
+
+    def counts(self) -> Iterable[Count]:
+        if self.status is CoverageStatus.INVALID:
+            return ()  # counted with its message's dead letter
+        unjudged = len(self.unjudged)
+        found: list[Count] = [
+            (_ANSWERS_CHECKED, (), 1),
+            (_ANSWER_SENTENCES, ("claim",), len(self.claims) - unjudged),
+            (_ANSWER_SENTENCES, ("framing",), len(self.framing)),
+            (_ANSWER_SENTENCES, ("unjudged_claim",), unjudged),
+        ]
+        if self.uncited:
+            found.append((_UNCITED_CLAIMS, (self.topic,), len(self.uncited)))
+        return found
+
+    def new_summary(self) -> CoverageSummary:
+        return CoverageSummary()
+
+
+_ACTED_ON = frozenset((CoverageStatus.UNCITED_CLAIMS, CoverageStatus.UNJUDGED))
+
+
+@dataclass
+class CoverageSummary:
+    """Coverage of the answers that carried sentences: claims, framing, uncited, per topic."""
+
+    answers: int = 0
+    claims: int = 0
+    framing: int = 0
+    uncited: int = 0
+    invalid: int = 0
+    answers_uncited: int = 0
+    uncited_topics: Counter[str] = field(default_factory=Counter)
+    # claims of answers some of whose citations could not be read: not known to be uncited
+    unjudged: int = 0
+    answers_unjudged: int = 0
+
+    def add(self, verdict: CoverageVerdict) -> None:
+        if verdict.status is CoverageStatus.INVALID:
+            self.invalid += 1
+            return
+        self.answers += 1
+        self.claims += len(verdict.claims)
+        self.framing += len(verdict.framing)
+        if verdict.unjudged:
+            self.unjudged += len(verdict.unjudged)
+            self.answers_unjudged += 1
+        if verdict.uncited:
+            self.uncited += len(verdict.uncited)
+            self.answers_uncited += 1
+            self.count_topic(verdict.topic or "", len(verdict.uncited))
+
+    def count_topic(self, topic: str, count: int) -> None:
+        if topic not in self.uncited_topics and len(self.uncited_topics) >= _MAX_TOPICS_KEPT:
+            topic = _OTHER_TOPIC
+        self.uncited_topics[topic] += count
+
+    def merge(self, other: CoverageSummary) -> None:
+        self.answers += other.answers
+        self.claims += other.claims
+        self.framing += other.framing
+        self.uncited += other.uncited
+        self.invalid += other.invalid
+        self.answers_uncited += other.answers_uncited
+        self.unjudged += other.unjudged
+        self.answers_unjudged += other.answers_unjudged
+        for topic, count in other.uncited_topics.items():
+            self.count_topic(topic, count)
+
+    @property
+    def judged(self) -> bool:
+        return bool(self.answers or self.invalid)
+
+    @property
+    def judged_claims(self) -> int:
+        """Claims whose citations could be read: the ones that are covered or uncited."""
+        return self.claims - self.unjudged
+
+    @property
+    def uncited_ratio(self) -> float:
+        """Uncited claims per judged claim: the share of what answers asserted that nothing
+        backs (claims whose citations could not be read are neither)."""
+        return self.uncited / self.judged_claims if self.judged_claims else 0.0
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "answers": self.answers,
+            "claims": self.claims,
+            "framing": self.framing,
+            "uncited": self.uncited,
+            "uncited_ratio": self.uncited_ratio,
+            "invalid": self.invalid,
+            "answers_with_uncited_claims": self.answers_uncited,
+            "unjudged": self.unjudged,
+            "answers_with_unreadable_citations": self.answers_unjudged,
+            "uncited_by_topic": [
+                {"topic": topic or None, "uncited": count}
+                for topic, count in self.uncited_topics.most_common()
+            ],
+        }
+
+    def lines(self) -> list[str]:
+        if not self.judged:
+            return []
+        lines = [
+            "",
+            f"  coverage: {counted(self.answers, 'answer')} judged; "
+            f"{counted(self.claims, 'claim')}, {self.framing:,} framing",
+            f"  uncited ratio     {self.uncited_ratio:7.2%}   {counted(self.uncited, 'claim')} "
+            f"without a citation, in {counted(self.answers_uncited, 'answer')} (mark_uncited)",
+        ]
+        if self.unjudged:
+            lines.append(
+                f"  not judged        {counted(self.unjudged, 'claim')} in "
+                f"{counted(self.answers_unjudged, 'answer')} whose citations could not be read: "
+                "neither cited nor uncited (fix_record)"
+            )
+        if self.uncited_topics:
+            top = ", ".join(
+                f"{shown_topic(topic)} {count:,}"
+                for topic, count in self.uncited_topics.most_common(5)
+            )
+            lines.append(f"  uncited by topic: {top}")
+        if self.invalid:
+            lines.append(f"  answers whose sentences could not be used: {self.invalid:,}")
+        return lines
+
+    def invalid_phrase(self) -> str | None:
+        return f"invalid sentences: {self.invalid:,}" if self.invalid else None
 
 
 # bound once: an enum member looked up on its class costs more than the rest of the loop
@@ -150,3 +365,41 @@ def check_coverage(
     if uncited:
         return CoverageVerdict(answer_id, _UNCITED, _MARK, claims, framing, uncited, topic)
     return CoverageVerdict(answer_id, _COVERED, _KEEP, claims, framing, uncited, topic)
+
+
+@dataclass(frozen=True, slots=True)
+class CoverageCheck:
+    """Coverage as a per-answer check: judged for every answer event that carried its
+    ``sentences`` (others have nothing to judge), by ``classifier``."""
+
+    classifier: SentenceClassifier
+
+    @property
+    def name(self) -> str:
+        return COVERAGE
+
+    @property
+    def metrics(self) -> tuple[MetricSpec, ...]:
+        return COVERAGE_METRICS
+
+    def check(self, answer: AnswerContext) -> CoverageVerdict | None:
+        decoded = decode_sentences(
+            answer.parsed, answer.limits, header_checked=answer.header_checked
+        )
+        if decoded is None:
+            return None
+        if decoded.sentences is None:
+            error = decoded.error or "the sentences could not be used"
+            return invalid_coverage(decoded.answer_id, decoded.topic, error, decoded.reason)
+        assert decoded.answer_id is not None
+        return check_coverage(
+            decoded.answer_id,
+            decoded.topic,
+            decoded.sentences,
+            answer.cited,
+            self.classifier,
+            unreadable=answer.unreadable,
+        )
+
+    def summary(self) -> CoverageSummary:
+        return CoverageSummary()

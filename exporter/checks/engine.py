@@ -28,7 +28,9 @@ from typing import Any
 
 from exporter.checks.claims import HybridClassifier, SentenceClassifier
 from exporter.checks.compare import FoldedQuote
+from exporter.checks.coverage import CoverageCheck
 from exporter.checks.nearby import span_check
+from exporter.checks.plugins import AnswerCheck, CitationCheck
 from exporter.checks.relocate import FOUND, UNIQUE, Budget, Place, PositionHint, relocate
 from exporter.checks.store import ChunkStore, DocumentView
 from exporter.checks.verdict import Action, FailedCheck, Repair, Status, Verdict
@@ -61,12 +63,26 @@ class Policy:
     # keep, for a drifted citation, its quote, what its span holds now and where the quote was
     # found (bounded): what a sweep's report shows as examples, written into its verdicts
     keep_evidence: bool = False
+    # further checks, run after the built-in ones on every message (see exporter.checks.plugins)
+    answer_plugins: tuple[AnswerCheck, ...] = ()
+    citation_plugins: tuple[CitationCheck, ...] = ()
+    # every per-answer check to run, in order (coverage first, when on): derived, not set
+    answer_checks: tuple[AnswerCheck, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         try:
             in_similarity_range(self.threshold)
         except ValueError as exc:
             raise ValueError(f"threshold {exc}") from None
+        builtin: tuple[AnswerCheck, ...] = (
+            (CoverageCheck(self.classifier),) if self.coverage else ()
+        )
+        object.__setattr__(self, "answer_checks", builtin + tuple(self.answer_plugins))
+
+    @property
+    def checks(self) -> tuple[AnswerCheck | CitationCheck, ...]:
+        """Every plug-in check this policy runs (coverage included, when on)."""
+        return (*self.answer_checks, *self.citation_plugins)
 
     def unrepaired_action(self, topic: str | None) -> Action:
         """A claim on a high-severity topic is suppressed rather than left vaguely sourced."""

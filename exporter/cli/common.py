@@ -237,7 +237,7 @@ def sweep_policy(
     Drifted citations keep their evidence (the report's examples, the verdicts' spans); with
     ``judged``, every judgeable citation keeps its judge input for the sample to draw from.
     """
-    chosen = {} if classifier is None else {"classifier": classifier}
+    chosen: dict[str, Any] = {} if classifier is None else {"classifier": classifier}
     return Policy(
         threshold=args.threshold,
         high_severity_topics=args.high_severity_topics,

@@ -21,7 +21,7 @@ from typing import Any
 
 from aiokafka.errors import MessageSizeTooLargeError, RecordTooLargeError
 
-from exporter.checks.coverage import CoverageVerdict
+from exporter.checks.plugins import CheckResult
 from exporter.checks.verdict import Verdict
 from exporter.entailment.results import EntailmentAction, Judgement
 from exporter.errors import InvalidJson, RecordError
@@ -133,9 +133,9 @@ class Publisher:
         self._task = socket.gethostname()
 
     async def verdict(
-        self, verdict: Verdict | CoverageVerdict, origin: Origin, mode: str
+        self, verdict: Verdict | CheckResult, origin: Origin, mode: str
     ) -> asyncio.Future[Any]:
-        """Send one verdict, keyed by its citation (a coverage verdict: by its answer)."""
+        """Send one verdict, keyed by its citation (a check's result: as it says)."""
         return await self._send(verdict_json(verdict, **_where(origin, mode)), verdict_key(verdict))
 
     async def entailment(

@@ -22,7 +22,6 @@ from rapidfuzz.distance import Indel
 from exporter import __version__
 from exporter.checks.verdict import Status
 from exporter.entailment.report import entailment_json
-from exporter.outputs.report import coverage_json
 from exporter.outputs.shift_chart import chart_bars, cluster_letter, shift_chart_svg
 from exporter.pipeline.details import NO_SOURCE, Example
 from exporter.pipeline.gate import DRIFT, MISSING, UNREPAIRED, Gate, GateResult
@@ -331,7 +330,7 @@ def report_view(
             for doc_id, document in superseded
         ],
         "superseded_unlisted_citations": details.superseded_unlisted_citations,
-        "coverage": coverage_json(summary.coverage) if summary.coverage.judged else None,
+        "coverage": summary.coverage.as_json() if summary.coverage.judged else None,
         "entailment": judged if summary.entailment is None else entailment_json(summary.entailment),
         "audit": _audit(summary, assumptions or AuditAssumptions()),
         "errors": summary.errors,

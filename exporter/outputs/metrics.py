@@ -10,6 +10,7 @@ citation id.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -17,7 +18,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from exporter.checks.coverage import CoverageStatus
+from exporter.checks.coverage import COVERAGE_METRICS
+from exporter.checks.plugins import AnswerCheck, CitationCheck, MetricSpec
 from exporter.checks.relocate import UNREPAIRED_OUTCOMES
 from exporter.checks.verdict import FailedCheck, Status
 from exporter.entailment.results import EntailmentResult, Judgement
@@ -37,9 +39,6 @@ DROP_REASONS = ("queue_full", "budget")
 JUDGE_BUCKETS = (
     0.0001, 0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, math.inf,
 )  # fmt: skip
-# unjudged_claim: a claim of an answer some of whose citations could not be read (neither
-# cited nor uncited, so not a claim of the coverage ratio)
-SENTENCE_KINDS = ("claim", "framing", "unjudged_claim")
 OTHER = "other"
 _DRIFT_REASONS = (*(check.value for check in FailedCheck), *UNREPAIRED_OUTCOMES)
 # Signed character shifts: fine near 0, up to 8192 either way, so a chunk-size change shows as
@@ -60,6 +59,8 @@ DURATION_BUCKETS = (
 
 # A metric and the values of its labels: what one count goes to.
 _Key = tuple[Any, tuple[str, ...]]
+
+log = logging.getLogger(__name__)
 
 
 class SourceLabels:
@@ -100,8 +101,9 @@ class ExporterMetrics:
     """The exporter's metrics: the only code that touches metric objects.
 
     Counters and histograms are recorded from outcomes, a batch at a time (:meth:`record`);
-    the state gauges are read from :class:`ExporterState` at scrape time. Pass a fresh
-    ``CollectorRegistry()`` in tests.
+    the state gauges are read from :class:`ExporterState` at scrape time. ``checks`` are the
+    plug-in checks beyond coverage whose counters to declare (a policy's ``checks``). Pass a
+    fresh ``CollectorRegistry()`` in tests.
     """
 
     def __init__(
@@ -111,6 +113,8 @@ class ExporterMetrics:
         version: str,
         state: ExporterState | None = None,
         topics: SourceLabels | None = None,
+        *,
+        checks: Iterable[AnswerCheck | CitationCheck] = (),
     ) -> None:
         self.sources = sources
         self.topics = topics if topics is not None else SourceLabels()
@@ -204,26 +208,15 @@ class ExporterMetrics:
             ["topic"],
             registry=registry,
         )
-        self.answer_sentences = Counter(
-            "citation_answer_sentences",
-            "Sentences of answers whose coverage was judged, by kind: claim (asserts something "
-            "checkable), framing, or unjudged_claim (a claim of an answer some of whose "
-            "citations could not be read).",
-            ["mode", "kind"],
-            registry=registry,
-        )
-        self.uncited_claims = Counter(
-            "citation_uncited_claims",
-            "Claim-bearing sentences that no citation supports, by the answer's topic.",
-            ["mode", "topic"],
-            registry=registry,
-        )
-        self.answers_checked = Counter(
-            "citation_answers_checked",
-            "Answers whose coverage was judged (answer events that carried their sentences).",
-            ["mode"],
-            registry=registry,
-        )
+        # the plug-in checks' counters (coverage's first), where coverage's always were
+        self._check_metrics: dict[str, tuple[Counter, MetricSpec]] = {}
+        for spec in (*COVERAGE_METRICS, *(spec for check in checks for spec in check.metrics)):
+            if spec.name not in self._check_metrics:
+                counter = Counter(
+                    spec.name, spec.documentation, ["mode", *spec.labels], registry=registry
+                )
+                self._check_metrics[spec.name] = (counter, spec)
+        self._unknown_metrics: set[str] = set()
         self.entailment_checks = Counter(
             "citation_entailment_checks",
             "Citations judged for entailment (does the quote establish its claim?), by the "
@@ -272,7 +265,21 @@ class ExporterMetrics:
 
     def _initialise_topic(self, topic: str) -> None:
         for mode in MODES:
-            self.uncited_claims.labels(mode, topic)
+            self._initialise_checks(mode, (topic,), topics_only=True)
+
+    def _initialise_checks(
+        self, mode: str, topics: Iterable[str], *, topics_only: bool = False
+    ) -> None:
+        """Start the plug-in checks' series at 0: each spec's initial label values, and for a
+        spec by topic, those with each of ``topics``."""
+        for counter, spec in self._check_metrics.values():
+            if spec.topic:
+                for values in spec.initial:
+                    for topic in topics:
+                        counter.labels(mode, *values, topic)
+            elif not topics_only:
+                for values in spec.initial:
+                    counter.labels(mode, *values)
 
     def _initialise_source(self, source: str) -> None:
         for mode in MODES:
@@ -292,17 +299,13 @@ class ExporterMetrics:
             self.failure_reasons.labels(mode, "superseded", check.value)
         self.shift.labels(mode)
         self.similarity.labels(mode)
-        self.answers_checked.labels(mode)
         self.entailment_cost.labels(mode)
         for judge in JUDGES:
             for result in EntailmentResult:
                 self.entailment_checks.labels(mode, judge, result.value)
         for direction in ("prompt", "completion"):
             self.entailment_tokens.labels(mode, direction)
-        for kind in SENTENCE_KINDS:
-            self.answer_sentences.labels(mode, kind)
-        for topic in self.topics.known:
-            self.uncited_claims.labels(mode, topic)
+        self._initialise_checks(mode, self.topics.known)
 
     def initialise_topics(self, topics: Iterable[str]) -> None:
         for topic in topics:
@@ -331,23 +334,15 @@ class ExporterMetrics:
         similarities: dict[Mode, list[float]] = {mode: [] for mode in Mode}
         shifts: dict[Mode, list[float]] = {mode: [] for mode in Mode}
         durations: list[float] = []
-        # per mode: answers whose coverage was judged, their judged claims, their framing and
-        # their unjudged claims
-        answers: dict[Mode, list[int]] = {mode: [0, 0, 0, 0] for mode in Mode}
         invalid, repaired = Status.INVALID, Status.DRIFT_REPAIRED
         for outcome in outcomes:
             mode = outcome.mode
-            coverage = outcome.coverage
-            if coverage is not None and coverage.status is not CoverageStatus.INVALID:
-                # an invalid one is counted with its message's dead letter
-                judged = answers[mode]
-                judged[0] += 1
-                judged[1] += len(coverage.claims) - len(coverage.unjudged)
-                judged[2] += len(coverage.framing)
-                judged[3] += len(coverage.unjudged)
-                if coverage.uncited:
-                    key = (self.uncited_claims, (mode, self.topics(coverage.topic)))
-                    messages[key] = messages.get(key, 0) + len(coverage.uncited)
+            for result in outcome.results:
+                for name, values, count in result.counts():
+                    if count:
+                        found = self._result_key(mode, name, values)
+                        if found is not None:
+                            messages[found] = messages.get(found, 0) + count
             inline = mode is Mode.INLINE
             if inline:
                 topic = outcome.origin.topic
@@ -372,7 +367,6 @@ class ExporterMetrics:
                     shift = verdict.repair.shift
                     if shift is not None:
                         shifts[mode].append(shift)
-        self._count_judged(answers, messages)
         for (metric, labels), count in messages.items():
             self._child(metric, labels).inc(count)
         for (mode, source, status, reason), count in tally.items():
@@ -391,18 +385,20 @@ class ExporterMetrics:
             if metric is self.events:
                 self._child(self.last_event, labels).set(now)
 
-    def _count_judged(self, answers: dict[Mode, list[int]], counts: dict[_Key, int]) -> None:
-        """Answers whose coverage was judged, and their sentences by kind, into ``counts``."""
-        for mode, (judged, claims, framing, unjudged) in answers.items():
-            keys: tuple[tuple[_Key, int], ...] = (
-                ((self.answers_checked, (mode,)), judged),
-                ((self.answer_sentences, (mode, "claim")), claims),
-                ((self.answer_sentences, (mode, "framing")), framing),
-                ((self.answer_sentences, (mode, "unjudged_claim")), unjudged),
-            )
-            for key, count in keys:
-                if count:
-                    counts[key] = counts.get(key, 0) + count
+    def _result_key(self, mode: Mode, name: str, values: tuple[str | None, ...]) -> _Key | None:
+        """The counter and labels of one count a check's result made (its topic bounded);
+        None for a metric no check declared (logged once: a plug-in's bug, not the batch's)."""
+        found = self._check_metrics.get(name)
+        if found is None:
+            if name not in self._unknown_metrics:
+                self._unknown_metrics.add(name)
+                log.warning("a check counted into %r, which no check declared: not counted", name)
+            return None
+        counter, spec = found
+        labels = tuple("" if value is None else value for value in values)
+        if spec.topic:
+            labels = (*labels[:-1], self.topics(values[-1]))
+        return counter, (mode, *labels)
 
     def _keys(self, status: Status, reason: str | None, mode: str, source: str) -> tuple[_Key, ...]:
         """The counters (and their labels) one checked citation increments."""

@@ -9,77 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from exporter.checks.coverage import COVERAGE
 from exporter.checks.relocate import BY_POSITION_HINT
 from exporter.checks.verdict import Status
 from exporter.entailment.report import entailment_json, entailment_lines
 from exporter.pipeline.gate import DRIFT, MISSING, UNREPAIRED, Gate, GateLine
 from exporter.pipeline.shifts import histogram, shift_clusters
-from exporter.pipeline.summary import CoverageSummary, SweepSummary
+from exporter.pipeline.summary import SweepSummary
 
-__all__ = ["coverage_json", "coverage_lines", "summary_json", "summary_text"]
+__all__ = ["summary_json", "summary_text"]
 
 _BAR_WIDTH = 40
-# A topic in the text summary: at most this many characters (as long as a metric label's).
-_TOPIC_SHOWN = 64
-
-
-def _shown_topic(topic: str) -> str:
-    """A topic for a terminal: cut short, and every character that is not printable (a newline,
-    a carriage return, an escape sequence, a bidirectional override) shown escaped."""
-    if not topic:
-        return "(no topic)"
-    cut = topic[:_TOPIC_SHOWN]
-    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in cut)
-    return shown + ("..." if len(topic) > _TOPIC_SHOWN else "")
-
-
-def coverage_json(coverage: CoverageSummary) -> dict[str, Any]:
-    return {
-        "answers": coverage.answers,
-        "claims": coverage.claims,
-        "framing": coverage.framing,
-        "uncited": coverage.uncited,
-        "uncited_ratio": coverage.uncited_ratio,
-        "invalid": coverage.invalid,
-        "answers_with_uncited_claims": coverage.answers_uncited,
-        "unjudged": coverage.unjudged,
-        "answers_with_unreadable_citations": coverage.answers_unjudged,
-        "uncited_by_topic": [
-            {"topic": topic or None, "uncited": count}
-            for topic, count in coverage.uncited_topics.most_common()
-        ],
-    }
-
-
-def coverage_lines(coverage: CoverageSummary) -> list[str]:
-    if not coverage.judged:
-        return []
-    lines = [
-        "",
-        f"  coverage: {_count(coverage.answers, 'answer')} judged; "
-        f"{_count(coverage.claims, 'claim')}, {coverage.framing:,} framing",
-        f"  uncited ratio     {coverage.uncited_ratio:7.2%}   {_count(coverage.uncited, 'claim')} "
-        f"without a citation, in {_count(coverage.answers_uncited, 'answer')} (mark_uncited)",
-    ]
-    if coverage.unjudged:
-        lines.append(
-            f"  not judged        {_count(coverage.unjudged, 'claim')} in "
-            f"{_count(coverage.answers_unjudged, 'answer')} whose citations could not be read: "
-            "neither cited nor uncited (fix_record)"
-        )
-    if coverage.uncited_topics:
-        top = ", ".join(
-            f"{_shown_topic(topic)} {count:,}"
-            for topic, count in coverage.uncited_topics.most_common(5)
-        )
-        lines.append(f"  uncited by topic: {top}")
-    if coverage.invalid:
-        lines.append(f"  answers whose sentences could not be used: {coverage.invalid:,}")
-    return lines
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number:,} {noun}" + ("" if number == 1 else "s")
 
 
 def _ratio_lines(summary: SweepSummary, gate: Gate | None) -> list[str]:
@@ -109,6 +49,25 @@ def _ratio_lines(summary: SweepSummary, gate: Gate | None) -> list[str]:
         if result.passed and missing is not None:
             verdict += f" ({missing})"
         lines += ["", f"  gate: {verdict}"]
+    return lines
+
+
+def _checks_json(summary: SweepSummary) -> dict[str, Any]:
+    """Each plug-in check's part, by its name (coverage's null when it was switched off)."""
+    return {
+        name: None if name == COVERAGE and not summary.coverage_judged else part.as_json()
+        for name, part in summary.results.items()
+    }
+
+
+def _check_lines(summary: SweepSummary) -> list[str]:
+    """Each plug-in check's lines, coverage first (saying why when it was not judged)."""
+    lines: list[str] = []
+    for name, part in summary.results.items():
+        if name == COVERAGE and not summary.coverage_judged:
+            lines += ["", f"  coverage: not judged ({summary.coverage_off})"]
+        else:
+            lines += part.lines()
     return lines
 
 
@@ -164,7 +123,7 @@ def summary_json(summary: SweepSummary, gate: Gate) -> dict[str, Any]:
                 for c in shift_clusters(summary.shifts)
             ],
         },
-        "coverage": coverage_json(summary.coverage) if summary.coverage_judged else None,
+        **_checks_json(summary),
         "entailment": None if summary.entailment is None else entailment_json(summary.entailment),
         "chunks_loaded": summary.chunks_loaded,
         "documents_loaded": summary.documents_loaded,
@@ -225,28 +184,19 @@ def summary_text(summary: SweepSummary, gate: Gate | None, title: str = "citatio
                     "  one cluster holds most of the drift: a systematic cause "
                     "(a chunker or parser change) is likely"
                 )
-    if summary.coverage_judged:
-        lines += coverage_lines(summary.coverage)
-    else:
-        lines += ["", f"  coverage: not judged ({summary.coverage_off})"]
+    lines += _check_lines(summary)
     if summary.entailment is not None:
         lines += entailment_lines(summary.entailment)
     elif summary.entailment_off is not None:
         lines += ["", f"  entailment: not judged ({summary.entailment_off})"]
-    if (
-        summary.invalid_chunk_records
-        or summary.statuses[Status.INVALID]
-        or summary.coverage.invalid
-    ):
+    # what the plug-in checks could not judge ("invalid sentences: 3")
+    unjudged = [phrase for part in summary.results.values() if (phrase := part.invalid_phrase())]
+    if summary.invalid_chunk_records or summary.statuses[Status.INVALID] or unjudged:
         lines += [
             "",
             f"  invalid chunk records: {summary.invalid_chunk_records:,}; "
             f"invalid citations: {summary.statuses[Status.INVALID]:,}"
-            + (
-                f"; invalid sentences: {summary.coverage.invalid:,}"
-                if summary.coverage.invalid
-                else ""
-            ),
+            + "".join(f"; {phrase}" for phrase in unjudged),
         ]
         lines += [f"    {message}" for message in summary.errors]
     return "\n".join(lines)

@@ -12,12 +12,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from exporter.checks.coverage import CoverageSummary
 from exporter.checks.evidence import EVIDENCE_CHARS, Evidence
 from exporter.checks.relocate import BY_CONTEXT, BY_POSITION_HINT, UNIQUE, UNREPAIRED_OUTCOMES
 from exporter.checks.verdict import Action, FailedCheck, Repair, Status, Verdict
 from exporter.entailment.results import EntailmentResult
 from exporter.entailment.sampling import AGE_BANDS, FAMILIES
-from exporter.pipeline.summary import CoverageSummary
 from exporter.records.decode import MAX_OFFSET
 
 __all__ = ["JudgedRecords", "add_coverage_record", "verdict_from_record"]

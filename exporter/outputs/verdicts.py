@@ -1,6 +1,6 @@
-"""Verdicts as JSON: the records the serving side acts on, one per input citation and one per
-answer whose coverage was judged (``"check": "coverage"``; a verdict without ``check`` is a
-citation's)."""
+"""Verdicts as JSON: the records the serving side acts on, one per input citation, and one per
+result of a plug-in check, which names it (``"check": "coverage"`` for an answer whose coverage
+was judged); a verdict without ``check`` is a citation's."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ from typing import Any
 
 import orjson
 
-from exporter.checks.coverage import CoverageVerdict
 from exporter.checks.evidence import Evidence
+from exporter.checks.plugins import CheckResult
 from exporter.checks.verdict import Verdict
 from exporter.entailment.results import EntailmentAction, Judgement
 
 __all__ = [
-    "coverage_record",
     "entailment_json",
     "entailment_record",
+    "result_record",
     "verdict_json",
     "verdict_key",
     "verdict_record",
@@ -51,36 +51,24 @@ def entailment_json(
     )
 
 
-def coverage_record(verdict: CoverageVerdict, **where: Any) -> dict[str, Any]:
-    """An answer's coverage verdict as a JSON-ready dict; ``where`` adds provenance.
-
-    ``topic`` is the answer's topic here, so a Kafka provenance ``topic`` is written as
-    ``source_topic`` (the name the dead letters' headers use).
-    """
-    record: dict[str, Any] = {
-        "check": "coverage",
-        "answer_id": verdict.answer_id,
-        "status": verdict.status,
-        "action": verdict.action,
-        "claims": verdict.claims,
-        "framing": verdict.framing,
-        "uncited": verdict.uncited,
-        "unjudged": verdict.unjudged,
-        "topic": verdict.topic,
-    }
-    if verdict.error is not None:
-        record["reason"] = verdict.reason
-        record["error"] = verdict.error
+def result_record(result: CheckResult, **where: Any) -> dict[str, Any]:
+    """A plug-in check's result as a JSON-ready dict; ``where`` adds provenance, each key the
+    result's own record already holds written as ``source_<key>`` (coverage's ``topic`` is the
+    answer's, so a Kafka provenance ``topic`` is written as ``source_topic``, the name the dead
+    letters' headers use)."""
+    record = result.record()
     for key, value in where.items():
-        record["source_topic" if key == "topic" else key] = value
+        record[f"source_{key}" if key in record else key] = value
     return record
 
 
-def verdict_key(verdict: Verdict | CoverageVerdict) -> bytes:
-    """The Kafka key of a published verdict: its citation's id, or a coverage verdict's answer."""
-    if isinstance(verdict, CoverageVerdict):
-        return (verdict.answer_id or "").encode()
-    return (verdict.citation_id or "").encode()
+def verdict_key(verdict: Verdict | CheckResult) -> bytes:
+    """The Kafka key of a published verdict: its citation's id, or what a check's result says
+    (a coverage verdict's answer)."""
+    if type(verdict) is Verdict:
+        return (verdict.citation_id or "").encode()
+    assert not isinstance(verdict, Verdict)
+    return verdict.key()
 
 
 def verdict_record(
@@ -125,7 +113,7 @@ def verdict_record(
 
 
 def verdict_json(
-    verdict: Verdict | CoverageVerdict, evidence: Evidence | None = None, **where: Any
+    verdict: Verdict | CheckResult, evidence: Evidence | None = None, **where: Any
 ) -> bytes:
     """One JSONL line (with its newline).
 
@@ -133,10 +121,11 @@ def verdict_json(
     and should any value still be beyond orjson, the standard library writes the line instead:
     a verdict that cannot be written would be a record that stops the monitor.
     """
-    if isinstance(verdict, CoverageVerdict):
-        record = coverage_record(verdict, **where)
-    else:
+    if type(verdict) is Verdict:
         record = verdict_record(verdict, evidence, **where)
+    else:
+        assert not isinstance(verdict, Verdict)
+        record = result_record(verdict, **where)
     try:
         return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
     except TypeError:

@@ -17,7 +17,6 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Protocol
 
-from exporter.checks.coverage import CoverageStatus
 from exporter.checks.engine import Policy
 from exporter.checks.store import ChunkStore
 from exporter.entailment.drawing import Drawing
@@ -119,14 +118,7 @@ class Pipeline:
         outcome = check_message(
             record.value, record.key, origin, store=self.store, policy=self._policy, mode=mode
         )
-        publish_all = self._publish_all
-        publish_verdicts(outcome, publish_all)
-        coverage = outcome.coverage
-        if coverage is not None and (
-            coverage.status in (CoverageStatus.UNCITED_CLAIMS, CoverageStatus.UNJUDGED)
-            or (publish_all and coverage.status is CoverageStatus.COVERED)
-        ):
-            outcome.publish.append(coverage)
+        publish_verdicts(outcome, self._publish_all)
         return outcome
 
     def sweep_step(self, drawing: Drawing | None = None) -> SweepStep:

@@ -13,14 +13,9 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from exporter.checks.coverage import (
-    CoverageStatus,
-    CoverageVerdict,
-    check_coverage,
-    invalid_coverage,
-)
 from exporter.checks.engine import Policy, check_or_report, invalid_verdict
 from exporter.checks.evidence import drift_evidence
+from exporter.checks.plugins import AnswerContext, CheckResult, run_guarded
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status, Verdict
 from exporter.entailment.results import CLAIM_CHARS_KEPT, kept_claim
@@ -34,7 +29,7 @@ from exporter.pipeline.outcome import (
     Outcome,
     evidence_crc,
 )
-from exporter.records.decode import InvalidJson, decode_citations, decode_sentences, parse_json
+from exporter.records.decode import InvalidJson, decode_citations, parse_json
 from exporter.records.limits import Limits, bounded
 from exporter.records.schema import Citation, InvalidCitation
 
@@ -75,16 +70,19 @@ def _letter(
     value: bytes,
     key: bytes | None,
     invalid: list[InvalidCitation],
-    coverage: CoverageVerdict | None,
+    results: list[CheckResult],
 ) -> DeadLetter | None:
-    """One dead letter for every invalid citation of a message, however many, and for its
-    unusable sentences; None when there is nothing wrong."""
+    """One dead letter for every invalid citation of a message, however many, and for every
+    result a check could not judge (unusable sentences, a plug-in that raised); None when there
+    is nothing wrong."""
     parts: list[str] = []
     reason = invalid[0].reason if invalid else "invalid_record"
-    bad_sentences = coverage is not None and coverage.status is CoverageStatus.INVALID
-    if coverage is not None and bad_sentences:
-        parts.append(f"coverage: {coverage.error}")
-        reason = coverage.reason or reason
+    unjudged = [(result.check, result.unusable) for result in results if result.unusable]
+    for check, unusable in unjudged:
+        assert unusable is not None
+        parts.append(f"{check}: {unusable.error}")
+    if unjudged and unjudged[0][1] is not None:
+        reason = unjudged[0][1].reason
     if invalid:
         listed = "; ".join(
             f"#{item.index}: {item.error}" if item.index is not None else item.error
@@ -99,8 +97,8 @@ def _letter(
         reason = invalid[0].reason  # the citations' reason first: their counts key on it
     if not parts:
         return None
-    # what raised first, in the order the error lists them: the sentences, then the citations
-    raised = [coverage.exception] if coverage is not None and bad_sentences else []
+    # what raised first, in the order the error lists them: the checks' inputs, the citations
+    raised = [unusable.exception for _, unusable in unjudged if unusable is not None]
     raised += [item.exception for item in invalid[:_ERRORS_LISTED]]
     exception = next((name for name in raised if name is not None), None)
     return DeadLetter(
@@ -110,7 +108,7 @@ def _letter(
         reason,
         bounded("; ".join(parts)),
         tuple(invalid),
-        bad_sentences,
+        bool(unjudged),
         exception=exception,
     )
 
@@ -178,25 +176,34 @@ def _judge_input(
     )
 
 
-def _coverage(
-    parsed: object, cited: set[int], policy: Policy, header_checked: bool, unreadable: int
-) -> CoverageVerdict | None:
-    """The coverage verdict of an answer event that carried sentences (None otherwise)."""
-    answer = decode_sentences(parsed, policy.limits, header_checked=header_checked)
-    if answer is None:
-        return None
-    if answer.sentences is None:
-        error = answer.error or "the sentences could not be used"
-        return invalid_coverage(answer.answer_id, answer.topic, error, answer.reason)
-    assert answer.answer_id is not None
-    return check_coverage(
-        answer.answer_id,
-        answer.topic,
-        answer.sentences,
-        cited,
-        policy.classifier,
-        unreadable=unreadable,
-    )
+def _answer_results(
+    parsed: dict[str, Any],
+    checked: list[CheckedCitation],
+    policy: Policy,
+    *,
+    cited: set[int],
+    unreadable: int,
+    header_checked: bool,
+) -> list[CheckResult]:
+    """What the policy's per-answer checks (coverage first) said of one answer event."""
+    verdicts = [c.verdict for c in checked if c.verdict.status is not Status.INVALID]
+    answer = AnswerContext(parsed, policy.limits, cited, unreadable, header_checked, verdicts)
+    results: list[CheckResult] = []
+    for check in policy.answer_checks:
+        result = run_guarded(check, answer.answer_id, answer)
+        if result is not None:
+            results.append(result)
+    return results
+
+
+def _citation_results(
+    citation: Citation, verdict: Verdict, store: ChunkStore, policy: Policy
+) -> Iterator[CheckResult]:
+    """What the policy's per-citation plug-in checks said of one checked citation."""
+    for check in policy.citation_plugins:
+        result = run_guarded(check, citation.citation_id, citation, verdict, store)
+        if result is not None:
+            yield result
 
 
 def check_message(
@@ -269,6 +276,8 @@ def _check(  # noqa: PLR0917 - the private body of check_message, called once
     answer = _answer_fields(parsed) if judge_rate else (None, None)
     # the check time is a metric of inline checks only: a sweep does not read the clock
     clock = time.perf_counter if mode is Mode.INLINE else None
+    results: list[CheckResult] = []
+    plugins = policy.citation_plugins
     for index, (position, item) in enumerate(message_citations(parsed, policy.limits)):
         if type(item) is Citation:
             decoded = True
@@ -292,14 +301,16 @@ def _check(  # noqa: PLR0917 - the private body of check_message, called once
                     else None
                 )
                 checked.append(CheckedCitation(outcome, position, seconds, judge_input, evidence))
+                if plugins:
+                    results.extend(_citation_results(item, outcome, store, policy))
         else:
             assert isinstance(item, InvalidCitation)
             invalid.append(item)
             checked.append(CheckedCitation(invalid_verdict(item), item.index))
-    coverage = (
-        _coverage(parsed, cited, policy, decoded, len(invalid))
-        if in_answer and policy.coverage
-        else None
-    )
-    dead_letter = _letter(origin, value, key, invalid, coverage)
-    return Outcome(origin, mode, checked, dead_letter, coverage=coverage)
+    if in_answer and policy.answer_checks:
+        assert type(parsed) is dict
+        results += _answer_results(
+            parsed, checked, policy, cited=cited, unreadable=len(invalid), header_checked=decoded
+        )
+    dead_letter = _letter(origin, value, key, invalid, results)
+    return Outcome(origin, mode, checked, dead_letter, results=results)

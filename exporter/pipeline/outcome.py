@@ -16,6 +16,7 @@ from enum import StrEnum
 
 from exporter.checks.coverage import CoverageVerdict
 from exporter.checks.evidence import Evidence
+from exporter.checks.plugins import CheckResult
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status, Verdict
 from exporter.records.limits import failure
@@ -54,8 +55,9 @@ class DeadLetter:
 
     ``reason`` is a bounded label value; ``citations`` are the invalid citations of a message
     whose other citations were checked (empty when the message as a whole was unusable);
-    ``invalid_sentences`` says the answer's sentences could not be used (its coverage is
-    invalid); ``truncated_from`` is the original size of a value cut to its head.
+    ``invalid_sentences`` says a per-answer check could not judge the answer (its sentences
+    could not be used, or the check raised); ``truncated_from`` is the original size of a value
+    cut to its head.
     """
 
     origin: Origin
@@ -88,7 +90,7 @@ class DeadLetter:
         """One item per citation this letter stands for (one for a whole unusable message)."""
         if self.citations:
             yield from self.citations
-        elif not self.invalid_sentences:  # unusable sentences stand for no citation
+        elif not self.invalid_sentences:  # an unjudged answer stands for no citation
             yield InvalidCitation(self.error, reason=self.reason)
 
 
@@ -143,22 +145,32 @@ class CheckedCitation:
 
 @dataclass(slots=True)
 class Outcome:
-    """One message, handled: its citations' verdicts, its coverage, its dead letter, what to
-    publish.
+    """One message, handled: its citations' verdicts, the results of the plug-in checks, its
+    dead letter, what to publish.
 
-    A chunk or control message has no citations; ``coverage`` is the verdict of an answer event
-    that carried ``sentences`` (None otherwise); ``dead_letter`` is at most one per message,
-    listing every invalid citation it held and unusable sentences; ``publish`` is the verdicts
-    to send to the verdict topic (failing ones, or all inline ones with
-    ``publish_all_verdicts``).
+    A chunk or control message has no citations; ``results`` are what the policy's plug-in
+    checks said (see :mod:`exporter.checks.plugins`: coverage's verdict of an answer event
+    that carried ``sentences`` among them), per citation in input order, then per answer;
+    ``dead_letter`` is at most one per message, listing every invalid citation it held and
+    every result that could not be judged; ``publish`` is what to send to the verdict topic
+    (failing verdicts, or all inline ones with ``publish_all_verdicts``, and the results whose
+    own rule says so).
     """
 
     origin: Origin
     mode: Mode = Mode.INLINE
     checked: list[CheckedCitation] = field(default_factory=list)
     dead_letter: DeadLetter | None = None
-    publish: list[Verdict | CoverageVerdict] = field(default_factory=list)
-    coverage: CoverageVerdict | None = None
+    publish: list[Verdict | CheckResult] = field(default_factory=list)
+    results: list[CheckResult] = field(default_factory=list)
+
+    @property
+    def coverage(self) -> CoverageVerdict | None:
+        """The coverage verdict among the results, for what shows coverage alone (the demo)."""
+        for result in self.results:
+            if type(result) is CoverageVerdict:
+                return result
+        return None
 
     @property
     def verdicts(self) -> list[Verdict]:

@@ -8,88 +8,30 @@ answer topic, Spark) adds to one and merges the partial ones of its batches.
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import cast
 
-from exporter.checks.coverage import CoverageStatus, CoverageVerdict
+from exporter.checks.coverage import COVERAGE, CoverageSummary
 from exporter.checks.evidence import Evidence
+from exporter.checks.plugins import CheckResult, ResultSummary
 from exporter.checks.verdict import Status, Verdict
 from exporter.entailment.summary import EntailmentSummary
 from exporter.pipeline.details import ReportDetails
 from exporter.pipeline.gate import DRIFT, MISSING, UNREPAIRED, Gate, GateLine, GateResult
 from exporter.pipeline.outcome import Outcome
 
-__all__ = ["CoverageSummary", "SweepSummary"]
+__all__ = ["SweepSummary"]
 
 _MAX_ERRORS_KEPT = 20
-# Topics counted one by one in a summary; an archive's further topics are counted as "other"
-# (a topic is the producer's free text: an archive may hold any number of them).
-_MAX_TOPICS_KEPT = 50
-_OTHER_TOPIC = "other"
 
 
-@dataclass
-class CoverageSummary:
-    """Coverage of the answers that carried sentences: claims, framing, uncited, per topic."""
-
-    answers: int = 0
-    claims: int = 0
-    framing: int = 0
-    uncited: int = 0
-    invalid: int = 0
-    answers_uncited: int = 0
-    uncited_topics: Counter[str] = field(default_factory=Counter)
-    # claims of answers some of whose citations could not be read: not known to be uncited
-    unjudged: int = 0
-    answers_unjudged: int = 0
-
-    def add(self, verdict: CoverageVerdict) -> None:
-        if verdict.status is CoverageStatus.INVALID:
-            self.invalid += 1
-            return
-        self.answers += 1
-        self.claims += len(verdict.claims)
-        self.framing += len(verdict.framing)
-        if verdict.unjudged:
-            self.unjudged += len(verdict.unjudged)
-            self.answers_unjudged += 1
-        if verdict.uncited:
-            self.uncited += len(verdict.uncited)
-            self.answers_uncited += 1
-            self.count_topic(verdict.topic or "", len(verdict.uncited))
-
-    def count_topic(self, topic: str, count: int) -> None:
-        if topic not in self.uncited_topics and len(self.uncited_topics) >= _MAX_TOPICS_KEPT:
-            topic = _OTHER_TOPIC
-        self.uncited_topics[topic] += count
-
-    def merge(self, other: CoverageSummary) -> None:
-        self.answers += other.answers
-        self.claims += other.claims
-        self.framing += other.framing
-        self.uncited += other.uncited
-        self.invalid += other.invalid
-        self.answers_uncited += other.answers_uncited
-        self.unjudged += other.unjudged
-        self.answers_unjudged += other.answers_unjudged
-        for topic, count in other.uncited_topics.items():
-            self.count_topic(topic, count)
-
-    @property
-    def judged(self) -> bool:
-        return bool(self.answers or self.invalid)
-
-    @property
-    def judged_claims(self) -> int:
-        """Claims whose citations could be read: the ones that are covered or uncited."""
-        return self.claims - self.unjudged
-
-    @property
-    def uncited_ratio(self) -> float:
-        """Uncited claims per judged claim: the share of what answers asserted that nothing
-        backs (claims whose citations could not be read are neither)."""
-        return self.uncited / self.judged_claims if self.judged_claims else 0.0
+def _results() -> dict[str, ResultSummary]:
+    """The checks' parts of a new summary: coverage's always (reported when it judged
+    nothing), a plug-in's from its first result."""
+    return {COVERAGE: CoverageSummary()}
 
 
 @dataclass
@@ -103,7 +45,8 @@ class SweepSummary:
     decided_by: Counter[str] = field(default_factory=Counter)
     shifts: Counter[int] = field(default_factory=Counter)
     unknown_shifts: int = 0
-    coverage: CoverageSummary = field(default_factory=CoverageSummary)
+    # each plug-in check's part, by its name, in the order they were first seen
+    results: dict[str, ResultSummary] = field(default_factory=_results)
     coverage_judged: bool = True  # False with --no-coverage: reported as not judged, not as 0
     coverage_off: str = "switched off"  # why it was not judged, when it was not
     # why no sample was judged, when that is worth a line (an engine that cannot judge one)
@@ -142,20 +85,35 @@ class SweepSummary:
             else:
                 self.shifts[repair.shift] += 1
 
+    @property
+    def coverage(self) -> CoverageSummary:
+        """Coverage's part (always there)."""
+        return cast(CoverageSummary, self.results[COVERAGE])
+
     def add_outcome(self, outcome: Outcome, where: str) -> None:
-        """Add every citation of one message and its coverage; keep the errors of invalid ones,
-        at ``where``."""
+        """Add every citation of one message and the results of its checks; keep the errors of
+        invalid ones, at ``where``."""
         for checked in outcome.checked:
             verdict = checked.verdict
             self.add(verdict, checked.evidence)
             if verdict.status is Status.INVALID:
                 at = where if checked.index is None else f"{where} citation #{checked.index}"
                 self.note_error(f"{at}: {verdict.error}")
-        coverage = outcome.coverage
-        if coverage is not None:
-            self.coverage.add(coverage)
-            if coverage.status is CoverageStatus.INVALID:
-                self.note_error(f"{where} sentences: {coverage.error}")
+        for result in outcome.results:
+            self.add_result(result, where)
+
+    def add_result(self, result: CheckResult, where: str) -> None:
+        """Add one plug-in check's result to its check's part (one that could not be judged is
+        counted there as invalid, its error kept, at ``where``)."""
+        part = self.results.get(result.check)
+        if part is None:
+            part = self.results[result.check] = result.new_summary()
+        unusable = result.unusable
+        if unusable is None:
+            part.add(result)
+        else:
+            part.invalid += 1
+            self.note_error(f"{where} {unusable.what}: {unusable.error}")
 
     def add_counted(
         self,
@@ -206,7 +164,12 @@ class SweepSummary:
         self.decided_by.update(other.decided_by)
         self.shifts.update(other.shifts)
         self.unknown_shifts += other.unknown_shifts
-        self.coverage.merge(other.coverage)
+        for name, part in other.results.items():
+            mine = self.results.get(name)
+            if mine is None:  # a copy: the batch's part is its own
+                self.results[name] = copy.deepcopy(part)
+            else:
+                mine.merge(part)
         self.details.merge(other.details)
         self.invalid_chunk_records += other.invalid_chunk_records
         for message in other.errors:

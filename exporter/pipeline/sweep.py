@@ -43,15 +43,19 @@ class SweepBatch:
 
 def publish_verdicts(outcome: Outcome, everything: bool = False) -> None:
     """Add to what an outcome publishes its citations' verdicts: the failing ones, or with
-    ``everything`` the passing ones too; never its invalid inputs, which are dead-lettered.
-
-    A sweep publishes the failing ones alone, and no coverage verdict: coverage depends on the
-    answer alone and was published when the answer was first checked.
+    ``everything`` the passing ones too; never its invalid inputs, which are dead-lettered. Then
+    the plug-in checks' results that their own rule publishes (a sweep's: in sweep mode, so no
+    coverage verdict, which depends on the answer alone and was published when it arrived).
     """
+    publish = outcome.publish
     for checked in outcome.checked:
         status = checked.verdict.status
         if status is not Status.INVALID and (everything or status is not Status.OK):
-            outcome.publish.append(checked.verdict)
+            publish.append(checked.verdict)
+    sweep = outcome.mode is Mode.SWEEP
+    for result in outcome.results:
+        if result.published(everything=everything, sweep=sweep):
+            publish.append(result)
 
 
 class SweepStep:

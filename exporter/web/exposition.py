@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
 
 from exporter import __version__
+from exporter.checks.plugins import AnswerCheck, CitationCheck
 from exporter.config.web import Exposure, load_web_config
 from exporter.outputs.metrics import ExporterMetrics, SourceLabels
 from exporter.outputs.state import ExporterState
@@ -37,8 +38,10 @@ def expose(
     *,
     registry: CollectorRegistry | None = None,
     heartbeat: Heartbeat | None = None,
+    checks: Iterable[AnswerCheck | CitationCheck] = (),
 ) -> Exposition:
-    """Metrics over ``state`` (every series of ``topics`` at 0) and a server for them.
+    """Metrics over ``state`` (every series of ``topics`` at 0; the counters of the plug-in
+    ``checks`` declared) and a server for them.
 
     Raises OSError when the metrics port cannot be bound, SettingsError for a web
     configuration file that cannot be used.
@@ -53,6 +56,7 @@ def expose(
         __version__,
         state,
         SourceLabels(exposure.topics, exposure.max_topics),
+        checks=checks,
     )
     metrics.initialise_topics(topics)
     http = MetricsServer(
