@@ -323,3 +323,55 @@ def test_help_examples_keep_their_line_breaks(
         main([command, "--help"])
     text = capsys.readouterr().out
     assert not re.search(r"\S {4,}--", text), text
+
+
+def test_the_bare_command_lists_the_commands_and_where_to_start(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main([])
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    # every command, each with what it is for, and the first one to try
+    for command in ("sweep", "report", "demo", "run", "produce", "simulate"):
+        assert re.search(rf"^  {command} +\S", error, re.MULTILINE), command
+    assert "'citation-exporter demo'" in error and "COMMAND --help" in error
+
+
+@pytest.mark.parametrize(
+    ("arguments", "hint"),
+    [
+        (["sweep", "chunks.jsonl", "citations.jsonl"], "--chunks FILE --citations FILE"),
+        (["run", "archive.jsonl"], "--source FILE"),
+        (["sweep", "--no-such-flag"], "see 'citation-exporter sweep --help'"),
+    ],
+)
+def test_stray_words_are_named_under_their_command_with_what_was_meant(
+    arguments: list[str], hint: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(arguments)
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.startswith(f"citation-exporter {arguments[0]}: error: unrecognized arguments: ")
+    assert hint in error
+
+
+def test_a_citations_file_that_is_no_json_lines_is_told_the_format_with_a_line(
+    scenario: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    csv = tmp_path / "citations.csv"
+    csv.write_text("citation_id,doc_id,chunk_span\nc1,refunds,0-20\n", encoding="utf-8")
+    arguments = ["sweep", "--chunks", str(scenario["chunks"]), "--citations", str(csv)]
+    with pytest.raises(SystemExit) as exit_info:
+        main([*arguments, "--no-progress"])
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "no line of the --citations file is JSON; it takes JSON Lines" in error
+    # the line shown is one the sweep takes
+    example = tmp_path / "example.jsonl"
+    example.write_text(error.split("such as ", 1)[1].split(" (--allow-empty")[0] + "\n")
+    # (its document is not in this store: a valid citation, document_missing, the gate's line)
+    assert main(["sweep", "--chunks", str(scenario["chunks"]), "--citations", str(example)]) == 1
+    out = capsys.readouterr().out
+    assert "invalid citations" not in out and re.search(r"document_missing +1 ", out)

@@ -623,9 +623,7 @@ def test_the_text_summary_shows_hostile_topics_on_one_short_line() -> None:
     assert all(c.isprintable() for c in topics_line)
     assert len(topics_line) < 5 * 80
     # the JSON keeps the topics as they are (orjson escapes what it must)
-    assert {row["topic"] for row in summary.coverage.as_json()["uncited_by_topic"]} == set(
-        hostile
-    )
+    assert {row["topic"] for row in summary.coverage.as_json()["uncited_by_topic"]} == set(hostile)
 
 
 def _write(path: Path, records: list[Any]) -> Path:

@@ -14,7 +14,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from exporter import __version__
 from exporter.cli import demo, produce, report, run, simulate, sweep
@@ -43,10 +43,59 @@ def _build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # not required: with no command, _no_command lists them (argparse would only name COMMAND)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in (sweep, report, demo, run, produce, simulate):
         module.add_parser(commands)
     return parser
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> argparse._SubParsersAction[Any]:
+    """The parser's subcommands (argparse keeps them nowhere public)."""
+    found = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return found[0]
+
+
+def _no_command(parser: argparse.ArgumentParser) -> NoReturn:
+    """What a user typing the bare command needs: the commands, what each is for, where to
+    start."""
+    choices = _subcommands(parser)._choices_actions  # each command's help
+    listed = [f"  {action.dest:<9} {action.help}" for action in choices]
+    print(parser.format_usage().rstrip(), file=sys.stderr)
+    print("citation-exporter: error: name a command:", *listed, sep="\n", file=sys.stderr)
+    print(
+        "new here? 'citation-exporter demo' shows the exporter at work, no Kafka needed; "
+        "'citation-exporter COMMAND --help' explains one command",
+        file=sys.stderr,
+    )
+    raise SystemExit(EXIT_USAGE)
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The arguments, or exit 2 with a message that says what to type instead."""
+    parser = _build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if args.command is None and not extra:
+        _no_command(parser)
+    if extra:
+        command = args.command
+        if command is None:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        sub = _subcommands(parser).choices[command]
+        words = " ".join(extra)
+        hint = _SPARE_WORDS.get(command) if not any(w.startswith("-") for w in extra) else None
+        sub.error(
+            f"unrecognized arguments: {words}"
+            + (f" ({hint})" if hint else f" (see 'citation-exporter {command} --help')")
+        )
+    return args
+
+
+# What a command's stray words most likely meant: files named without their flags.
+_SPARE_WORDS = {
+    "sweep": "sweep takes its files by flag: --chunks FILE --citations FILE",
+    "run": "run takes a file to replay by flag: --source FILE",
+}
 
 
 def _fail(message: str) -> NoReturn:
@@ -73,7 +122,7 @@ def _flush_stdout() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status."""
-    args = _build_parser().parse_args(argv)
+    args = _parse(argv)
     tune_collector()
     try:
         status = _COMMANDS[args.command](args)

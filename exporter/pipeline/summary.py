@@ -23,9 +23,14 @@ from exporter.pipeline.details import ReportDetails
 from exporter.pipeline.gate import DRIFT, MISSING, UNREPAIRED, Gate, GateLine, GateResult
 from exporter.pipeline.outcome import Outcome
 
-__all__ = ["SweepSummary"]
+__all__ = ["EXAMPLE_CITATION", "SweepSummary"]
 
 _MAX_ERRORS_KEPT = 20
+# One line of a citations file, as the error of a file with none shows it (a test decodes it).
+EXAMPLE_CITATION = (
+    '{"citation_id": "c1", "answer_id": "a1", "doc_id": "refunds", "doc_version": "v3", '
+    '"chunk_id": "refunds#0", "chunk_span": [0, 20], "quote": "Refunds take 5 days."}'
+)
 
 
 def _results() -> dict[str, ResultSummary]:
@@ -229,6 +234,14 @@ class SweepSummary:
         if not self.chunks_loaded:
             return "no chunk was loaded: is this the right --chunks file?"
         if not self.valid:
+            invalid = self.statuses[Status.INVALID]
+            if invalid and self.reasons[(Status.INVALID.value, "invalid_json")] == invalid:
+                # not one line was JSON (a CSV, a JSON array pretty-printed): say what is taken
+                return (
+                    "no valid citations were read: no line of the --citations file is JSON; it "
+                    "takes JSON Lines, one citation (or answer event) a line, such as "
+                    + EXAMPLE_CITATION
+                )
             return "no valid citations were read: is this the right --citations file?"
         return None
 
