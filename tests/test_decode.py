@@ -274,3 +274,44 @@ def test_a_citation_may_carry_the_claim_it_supports() -> None:
     [invalid] = decode_citations(GOOD | {"claim": 30})
     assert isinstance(invalid, InvalidCitation)
     assert invalid.error == "'claim' must be a string, got int"
+
+
+CITATION_FIELDS = {
+    "citation_id": "c1",
+    "answer_id": "a1",
+    "doc_id": "d",
+    "doc_version": "v1",
+    "chunk_id": "d#0",
+    "chunk_span": [0, 3],
+    "quote": "abc",
+}
+
+
+@pytest.mark.parametrize(
+    ("wrong", "right"), [("chunk_spans", "chunk_span"), ("chunkid", "chunk_id"), ("Quote", "quote")]
+)
+def test_a_misspelled_field_is_named_beside_the_missing_one(wrong: str, right: str) -> None:
+    record = dict(CITATION_FIELDS)
+    record[wrong] = record.pop(right)
+    [item] = decode_citations(record)
+    assert isinstance(item, InvalidCitation)
+    assert item.error == f"missing required field '{right}' (the record has '{wrong}': misspelled?)"
+
+
+def test_a_missing_field_with_no_look_alike_is_named_alone() -> None:
+    record = dict(CITATION_FIELDS, zzz=1)
+    del record["quote"]
+    [item] = decode_citations(record)
+    assert isinstance(item, InvalidCitation) and item.error == "missing required field 'quote'"
+
+
+@given(st.dictionaries(st.text(max_size=300), st.integers(), max_size=80))
+def test_the_error_of_a_missing_field_is_one_short_line_whatever_the_keys(
+    extra: dict[str, int],
+) -> None:
+    record: dict[str, Any] = {k: v for k, v in CITATION_FIELDS.items() if k != "chunk_span"}
+    record.update({k: v for k, v in extra.items() if k not in CITATION_FIELDS})
+    [item] = decode_citations(record)
+    assert isinstance(item, InvalidCitation)
+    assert item.error.startswith("missing required field 'chunk_span'")
+    assert "\n" not in item.error and len(item.error) < 300

@@ -9,6 +9,8 @@ and the :class:`~exporter.records.limits.Limits` are enforced here, each named i
 
 from __future__ import annotations
 
+import difflib
+import itertools
 import re
 import sys
 from collections.abc import Iterator
@@ -61,6 +63,21 @@ def _too_long(key: str, value: str) -> RecordError:
     return RecordError(f"'{key}' has {len(value):,} characters, more than {MAX_ID_CHARS:,}")
 
 
+# A record's keys looked at for a misspelling of a missing one: the first few, each cut short
+# (a record may hold any number of keys of any length; this runs only for a missing field).
+_KEYS_COMPARED = 50
+_KEY_CHARS = 64
+
+
+def _missing(obj: dict[str, Any], key: str) -> RecordError:
+    """A required field is missing: named, with a present key that looks like its misspelling
+    (``chunk_spans`` for ``chunk_span``), when there is one."""
+    present = [k[:_KEY_CHARS] for k in itertools.islice(obj, _KEYS_COMPARED) if type(k) is str]
+    close = difflib.get_close_matches(key, present, n=1, cutoff=0.8)
+    hint = f" (the record has {preview(close[0])}: misspelled?)" if close else ""
+    return RecordError(f"missing required field {key!r}{hint}")
+
+
 def _required_str(obj: dict[str, Any], key: str) -> str:
     """A required identifier: a non-empty string of at most MAX_ID_CHARS characters."""
     value = obj.get(key)
@@ -69,7 +86,7 @@ def _required_str(obj: dict[str, Any], key: str) -> str:
             raise _too_long(key, value)
         return value
     if value is None and key not in obj:
-        raise RecordError(f"missing required field '{key}'")
+        raise _missing(obj, key)
     got = "an empty string" if value == "" else _type_name(value)
     raise RecordError(f"'{key}' must be a non-empty string, got {got}")
 
@@ -120,7 +137,7 @@ def decode_chunk(value: object, limits: Limits = DEFAULT_LIMITS) -> Chunk | Chun
     text = obj.get("text")
     if type(text) is not str:
         if "text" not in obj:
-            raise RecordError("missing required field 'text'")
+            raise _missing(obj, "text")
         raise RecordError(f"'text' must be a string, got {_type_name(text)}")
     if len(text) > limits.max_chunk_chars:
         raise RecordError(
@@ -158,7 +175,7 @@ def _span(obj: dict[str, Any], field: str = "chunk_span") -> tuple[int, int]:
     ):
         return span[0], span[1]
     if span is None and field not in obj:
-        raise RecordError(f"missing required field {field!r}")
+        raise _missing(obj, field)
     raise RecordError(
         f"{field!r} must be [start, end] with 0 <= start < end <= 2**53 - 1, got {preview(span)}"
     )
