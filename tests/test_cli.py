@@ -375,3 +375,66 @@ def test_a_citations_file_that_is_no_json_lines_is_told_the_format_with_a_line(
     assert main(["sweep", "--chunks", str(scenario["chunks"]), "--citations", str(example)]) == 1
     out = capsys.readouterr().out
     assert "invalid citations" not in out and re.search(r"document_missing +1 ", out)
+
+
+@pytest.mark.parametrize("output_format", ["text", "json"])
+def test_a_sweep_ends_saying_which_files_it_wrote(
+    scenario: dict[str, Path],
+    tmp_path: Path,
+    output_format: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    verdicts, report = tmp_path / "verdicts.jsonl", tmp_path / "report.html"
+    arguments = _sweep(scenario, "--out", str(verdicts), "--report", str(report))
+    main([*arguments, "--format", output_format])
+    captured = capsys.readouterr()
+    line = f"wrote: verdicts {verdicts}, report {report}"
+    if output_format == "json":
+        orjson.loads(captured.out)  # standard output stays one JSON document
+        assert captured.err.strip().splitlines()[-1] == line
+    else:
+        assert captured.out.strip().splitlines()[-1] == line
+    assert verdicts.exists() and report.exists()
+
+
+def test_a_sweep_that_writes_only_to_standard_output_names_no_file(
+    scenario: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    main(_sweep(scenario, "--out", "-"))
+    captured = capsys.readouterr()
+    assert "wrote:" not in captured.out + captured.err
+
+
+def test_chunks_and_citations_swapped_are_named_before_the_sweep(
+    scenario: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    arguments = ["sweep", "--no-progress"]
+    arguments += ["--chunks", str(scenario["citations"]), "--citations", str(scenario["chunks"])]
+    with pytest.raises(SystemExit) as exit_info:
+        main(arguments)
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    [error] = captured.err.strip().splitlines()
+    assert error.endswith("were --chunks and --citations swapped?")
+    assert f"--chunks {scenario['citations']}" in error
+    assert "citations checked" not in captured.out  # refused before sweeping anything
+
+
+def test_a_chunks_file_of_other_records_is_not_taken_for_a_swap(
+    scenario: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"id": 1, "body": "not a chunk"}\n', encoding="utf-8")
+    with pytest.raises(SystemExit):
+        main(
+            [
+                "sweep",
+                "--no-progress",
+                "--chunks",
+                str(other),
+                "--citations",
+                str(scenario["citations"]),
+            ]
+        )
+    error = capsys.readouterr().err
+    assert "swapped" not in error and "no chunk was loaded" in error

@@ -336,3 +336,27 @@ def print_summary(args: argparse.Namespace, summary: SweepSummary, gate: Gate) -
     else:
         text = summary_text(summary, gate)
         write_summary(text + "\n", report_to)
+    written = written_line(args)
+    if written is not None:
+        # after a text summary, its last line; beside a JSON one, on stderr (stdout stays JSON)
+        write_summary(written + "\n", sys.stderr if args.format == "json" else report_to)
+
+
+# What a sweep may write, by option, as its last line names it.
+_OUTPUTS = (
+    ("out", "verdicts"),
+    ("coverage_out", "coverage verdicts"),
+    ("judge_out", "judged sample"),
+    ("report", "report"),
+)
+
+
+def written_line(args: argparse.Namespace) -> str | None:
+    """The one line that says which files a sweep wrote (None when it wrote none: standard
+    output is not a file to look for)."""
+    written = [
+        f"{what} {path}"
+        for option, what in _OUTPUTS
+        if (path := getattr(args, option, None)) and path != "-"
+    ]
+    return f"wrote: {', '.join(written)}" if written else None

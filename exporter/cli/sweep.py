@@ -7,7 +7,7 @@ import asyncio
 import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import ExitStack, contextmanager, nullcontext
+from contextlib import ExitStack, closing, contextmanager, nullcontext
 from typing import IO, TYPE_CHECKING, Any
 
 from tqdm import tqdm
@@ -44,7 +44,7 @@ from exporter.defaults import DEFAULT_HIGH_SEVERITY_TOPICS, DEFAULT_THRESHOLD
 from exporter.entailment.drawing import PackedCandidate
 from exporter.entailment.judging import SampleJudging, sample_judging
 from exporter.entailment.sampling import StratifiedSample
-from exporter.errors import SettingsError
+from exporter.errors import InvalidJson, SettingsError
 from exporter.file_sweep import CoverageOutputError, load_store, run_sweep
 from exporter.files.jsonl import (
     InputError,
@@ -54,6 +54,7 @@ from exporter.files.jsonl import (
 from exporter.memory import freeze_long_lived
 from exporter.outputs.verdicts import entailment_json
 from exporter.pipeline.summary import SweepSummary
+from exporter.records.decode import parse_json
 from exporter.sources import RecordSource
 from exporter.sources.jsonl import JsonLines
 
@@ -437,6 +438,36 @@ def _classifier(spec: str) -> SentenceClassifier:
         raise UsageError(f"--coverage-classifier: {exc}") from None
 
 
+# Fields of a citation or an answer event that no chunk record has: a --chunks file whose first
+# record holds one was most likely given for --citations.
+_CITATION_FIELDS = ("chunk_span", "quote", "citations")
+
+
+def _refuse_swapped(chunks: str, max_bytes: int) -> None:
+    """Exit 2 naming the likely swap when no chunk loaded from a --chunks file whose first
+    record is a citation or an answer event (read again: standard input cannot be)."""
+    if chunks == "-":
+        return
+    source = JsonLines(chunks)
+    with closing(source.records(max_bytes)) as records:
+        try:
+            first = next(records, None)
+        except InputError:
+            return
+    if first is None or not isinstance(first[1], bytes):
+        return
+    try:
+        record = parse_json(first[1])
+    except InvalidJson:
+        return
+    found = [name for name in _CITATION_FIELDS if type(record) is dict and name in record]
+    if found:
+        raise UsageError(
+            f"no chunk was loaded from --chunks {chunks}: its first record is a citation (it "
+            f"has '{found[0]}', no chunk does): were --chunks and --citations swapped?"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     if args.engine == "spark":
         return _on_spark(args)
@@ -471,6 +502,8 @@ def run(args: argparse.Namespace) -> int:
             store = load_store(JsonLines(chunks), summary, limits=limits)
         except InputError as exc:
             raise UsageError(f"cannot read --chunks {exc}") from None
+        if not store.chunk_count and summary.invalid_chunk_records and not args.allow_empty:
+            _refuse_swapped(chunks, limits.max_message_bytes)
         freeze_long_lived()  # before the workers fork: they share the store, untouched
         try:
             inputs = (chunks, citations)
