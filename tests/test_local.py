@@ -133,6 +133,30 @@ def test_run_source_replays_a_file_through_the_pipeline(
     assert any(v["status"] == "drift_repaired" for v in verdicts), "drift after the re-index"
 
 
+@pytest.mark.parametrize(
+    ("source", "out", "error"),
+    [
+        ("missing.jsonl", None, "cannot replay --source {tmp}/missing.jsonl: No such file"),
+        ("events.jsonl", "no-folder/v.jsonl", "--out {tmp}/no-folder/v.jsonl: "),
+    ],
+)
+def test_run_source_checks_its_files_before_it_opens_anything(
+    source: str, out: str | None, error: str, tmp_path: Path
+) -> None:
+    (tmp_path / "events.jsonl").write_bytes(b"{}\n")
+    command = [sys.executable, "-m", "exporter.cli", "run", "--source", str(tmp_path / source)]
+    command += ["--out", str(tmp_path / out)] if out else []
+    done = subprocess.run(
+        [*command, "--metrics-port", "0"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 2
+    # one line (naming a missing source once), and no metrics server was started for it
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("citation-exporter: error: " + error.format(tmp=tmp_path)), line
+    assert out or line.count(str(tmp_path)) == 1
+    assert "metrics on" not in done.stderr
+
+
 class Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True

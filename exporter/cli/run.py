@@ -12,8 +12,9 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from exporter.cli.common import EXIT_OK, UsageError
-from exporter.files.jsonl import OutputError, open_output
+from exporter.cli.common import EXIT_OK, UsageError, refuse_unwritable
+from exporter.errors import InputError
+from exporter.files.jsonl import OutputError, open_input, open_output
 from exporter.outputs.report import summary_text
 
 EXAMPLES = """\
@@ -131,6 +132,11 @@ def _replay_source(args: argparse.Namespace, settings: Any) -> int:
     from exporter.pipeline.replay import records_of, replay  # noqa: PLC0415
     from exporter.sources.jsonl import JsonLines  # noqa: PLC0415
 
+    # the inputs and the output first: nothing is opened (no port bound) for a replay that
+    # cannot happen
+    _refuse_unreadable(args.source)
+    if args.out:
+        refuse_unwritable("--out", args.out, [args.source])
     exporter = _exporter(OfflineExporter, settings)
     exporter.http.start()
     print(
@@ -164,8 +170,22 @@ def _replay_source(args: argparse.Namespace, settings: Any) -> int:
             signal.sigwait({signal.SIGTERM, signal.SIGINT})
     except OutputError as exc:
         raise UsageError(str(exc)) from None
+    except InputError as exc:  # its message names the file
+        raise UsageError(f"cannot replay --source {exc}") from None
     except OSError as exc:
-        raise UsageError(f"cannot replay {args.source}: {exc}") from None
+        raise UsageError(f"cannot replay --source {args.source}: {exc}") from None
     finally:
         exporter.http.stop()
     return EXIT_OK
+
+
+def _refuse_unreadable(path: str) -> None:
+    """Exit 2 before anything is opened when the file to replay cannot be (standard input is
+    read as it comes)."""
+    if path == "-":
+        return
+    try:
+        with open_input(path):
+            pass
+    except InputError as exc:
+        raise UsageError(f"cannot replay --source {exc}") from None
