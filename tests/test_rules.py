@@ -419,3 +419,14 @@ def test_the_promtool_tests_of_another_deployment_expect_its_labels(another: Pat
     names = [case["name"] for case in document["tests"]]
     assert any("not pooled" in name for name in names)
     assert any("another job" in name for name in names)
+
+
+@needs_promtool
+def test_every_promtool_command_the_readme_gives_runs_as_written() -> None:
+    # each `promtool ...` in backticks, run from the repository's top as a reader would
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    commands = re.findall(r"`promtool ([^`]+\.ya?ml)`", readme)
+    assert commands, "the README names a promtool command"
+    for command in commands:
+        done = _promtool(*command.split(), cwd=REPO)
+        assert done.returncode == 0, f"promtool {command}: {done.stderr or done.stdout}"
