@@ -23,7 +23,13 @@ from exporter.checks.evidence import Evidence
 from exporter.checks.verdict import Action, Repair, Status, Verdict
 from exporter.cli import main
 from exporter.cli.report import read_verdicts
-from exporter.outputs.html_report import AuditAssumptions, explain_cluster, report_view
+from exporter.outputs.html_report import (
+    AuditAssumptions,
+    expected_count,
+    explain_cluster,
+    render_report,
+    report_view,
+)
 from exporter.outputs.shift_chart import chart_bars, shift_chart_svg
 from exporter.outputs.verdict_reader import JudgedRecords, verdict_from_record
 from exporter.pipeline.details import (
@@ -545,3 +551,29 @@ def test_shifts_spread_evenly_are_not_explained_as_one_cause() -> None:
     sentence = explain_cluster(cluster, "A")
     assert "One cause" not in sentence and "a few characters" not in sentence
     assert "spread" in sentence
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        (0.0, "none"),
+        (0.3, "fewer than 1"),
+        (3.4, "about 3"),
+        (13.8, "about 14"),
+        (1234.5, "about 1,234"),
+    ],
+)
+def test_an_expected_count_of_citations_is_whole_and_said_to_be_expected(
+    value: float, shown: str
+) -> None:
+    assert expected_count(value) == shown
+
+
+def test_the_hand_audit_shows_no_fraction_of_a_citation() -> None:
+    summary = SweepSummary()
+    for i in range(1000):
+        summary.add(_drifted(f"c{i}", "q") if i < 106 else _ok(f"c{i}"))  # 13.78 of 130 read
+    page = render_report(summary, gate=Gate())
+    audit = _between(page, '<table id="audit">', "</table>")
+    assert "about 14" in audit and "about 3" in audit and "(expected)" in audit
+    assert "13.8" not in audit and "3.4" not in audit

@@ -184,6 +184,16 @@ def _sources(summary: SweepSummary) -> list[dict[str, Any]]:
     return rows[:_SOURCES_SHOWN]
 
 
+def expected_count(value: float) -> str:
+    """An expected number of citations as people count them: whole, and said to be about
+    (a week's audit reads whole citations; "13.8 drifted" reads as a measurement)."""
+    if value <= 0:
+        return "none"
+    if value < 0.5:
+        return "fewer than 1"
+    return f"about {round(value):,}"
+
+
 def _audit(summary: SweepSummary, assumptions: AuditAssumptions) -> dict[str, Any]:
     read = assumptions.answers_per_week * assumptions.citations_per_answer
     drifted = read * summary.drift_ratio
@@ -195,6 +205,8 @@ def _audit(summary: SweepSummary, assumptions: AuditAssumptions) -> dict[str, An
         "citations_read": read,
         "drifted_read": drifted,
         "flagged": drifted * assumptions.catch_rate,
+        "drifted_shown": expected_count(drifted),
+        "flagged_shown": expected_count(drifted * assumptions.catch_rate),
         "reviewer_hours": read * assumptions.minutes_per_citation / 60,
         "weeks_to_read_archive": summary.valid / read if read else 0.0,
         "sweep_citations": summary.citations,
