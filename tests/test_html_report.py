@@ -8,6 +8,7 @@ import contextlib
 import gzip
 import io
 import random
+import re
 import tracemalloc
 from collections import Counter
 from html.parser import HTMLParser
@@ -577,3 +578,28 @@ def test_the_hand_audit_shows_no_fraction_of_a_citation() -> None:
     audit = _between(page, '<table id="audit">', "</table>")
     assert "about 14" in audit and "about 3" in audit and "(expected)" in audit
     assert "13.8" not in audit and "3.4" not in audit
+
+
+def test_the_page_leads_with_what_readers_see_broken() -> None:
+    summary = SweepSummary()
+    for i in range(100):
+        summary.add(_drifted(f"r{i}", "q", shift=3))  # many repaired, a few characters off
+    for i in range(4):
+        summary.add(_drifted(f"u{i}", "q", shift=None))
+    summary.add(Verdict("m1", "a", "gone", Status.DOCUMENT_MISSING, Action.DEGRADE_TO_DOCUMENT))
+    page = render_report(summary, gate=Gate())
+    unrepaired, missing = (
+        page.index("<h2>Unrepaired drift</h2>"),
+        page.index('id="missing-documents"'),
+    )
+    clusters = page.index('<section class="cluster"')
+    # after the verdict, before the statuses and the (larger) repaired clusters
+    assert page.index('id="verdict"') < unrepaired < missing < page.index('id="statuses"')
+    assert missing < clusters
+    assert re.search(r"1 citations \([\d.]+% of the valid ones\) name a document the store", page)
+
+
+def test_a_page_with_nothing_missing_has_no_missing_section() -> None:
+    summary = SweepSummary()
+    summary.add(_ok("c1"))
+    assert 'id="missing-documents"' not in render_report(summary, gate=Gate())
