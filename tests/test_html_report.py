@@ -596,7 +596,7 @@ def test_the_page_leads_with_what_readers_see_broken() -> None:
     # after the verdict, before the statuses and the (larger) repaired clusters
     assert page.index('id="verdict"') < unrepaired < missing < page.index('id="statuses"')
     assert missing < clusters
-    assert re.search(r"1 citations \([\d.]+% of the valid ones\) name a document the store", page)
+    assert re.search(r"no longer holds: <strong>1</strong> \([\d.]+% of the valid ones\)", page)
 
 
 def test_a_page_with_nothing_missing_has_no_missing_section() -> None:
