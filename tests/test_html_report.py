@@ -603,3 +603,21 @@ def test_a_page_with_nothing_missing_has_no_missing_section() -> None:
     summary = SweepSummary()
     summary.add(_ok("c1"))
     assert 'id="missing-documents"' not in render_report(summary, gate=Gate())
+
+
+def test_invisible_characters_show_as_marks_the_page_names() -> None:
+    summary = SweepSummary()
+    evidence = Evidence("Refunds\xa0take 5 days", "Re\xadfunds take 5 days", None)
+    summary.add(_drifted("c1", "q", shift=None), evidence)
+    page = render_report(summary, gate=Gate())
+    assert "\\xa0" not in page and "\\xad" not in page  # no raw escapes
+    examples = _between(page, '<section class="unrepaired"', "</section>")
+    assert "\u237d" in examples and "\xac" in examples
+    legend = _between(page, '<p class="note" id="marks">', "</p>")
+    assert "\u237d</code> a no-break space" in legend and "\xac</code> a soft hyphen" in legend
+
+
+def test_a_page_without_invisible_characters_has_no_legend_of_them() -> None:
+    summary = SweepSummary()
+    summary.add(_drifted("c1", "q", shift=None), Evidence("Refunds", "Returns", None))
+    assert 'id="marks"' not in render_report(summary, gate=Gate())

@@ -11,6 +11,7 @@ as a CI artifact.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -50,17 +51,39 @@ class AuditAssumptions:
     minutes_per_citation: float = 1.0
 
 
+# Characters that print nothing but change the text, each shown as a visible mark the page's
+# legend names (any other that prints nothing is shown as its escape, as below).
+MARKS = {
+    "\xa0": ("\u237d", "a no-break space"),
+    "\xad": ("\xac", "a soft hyphen"),
+    "\u200b": ("\u2300", "a zero-width space, joiner or non-joiner"),
+    "\u200c": ("\u2300", "a zero-width space, joiner or non-joiner"),
+    "\u200d": ("\u2300", "a zero-width space, joiner or non-joiner"),
+    "\u2060": ("\u2300", "a zero-width space, joiner or non-joiner"),
+    "\ufeff": ("\u2300", "a zero-width space, joiner or non-joiner"),
+}
+
+
+def marks_in(texts: Iterable[str | None]) -> list[tuple[str, str]]:
+    """The marks (and what each stands for) that ``texts`` will show, for the legend."""
+    used = {MARKS[c] for text in texts if text for c in text if c in MARKS}
+    return sorted(used)
+
+
 def shown(value: object) -> object:
     """Every value the page shows, made safe to read as well as to parse (autoescaping does the
     rest): a character that prints nothing or moves other text (a control character, a
     bidirectional override) is shown as its escape, so that an id cannot disguise the status
     beside it; a line break and a tab stay. A byte of a file name that is not UTF-8 (a lone
-    surrogate, from the command line) shows as U+FFFD."""
+    surrogate, from the command line) shows as U+FFFD; the characters of :data:`MARKS` (a
+    no-break space, a soft hyphen, a zero-width one) as their marks, which the page names."""
     if type(value) is not str or value.isprintable():
         return value
     return "".join(
         c
         if c.isprintable() or c in "\n\t"
+        else MARKS[c][0]
+        if c in MARKS
         else "\ufffd"
         if "\ud800" <= c <= "\udfff"
         else repr(c)[1:-1]
@@ -324,6 +347,13 @@ def report_view(
             }
             for i, cluster in enumerate(clusters)
         ],
+        "marks": marks_in(
+            text
+            for group in summary.details.examples.values()
+            for example in group
+            if example.evidence is not None
+            for text in (example.evidence.quote, example.evidence.recorded, example.evidence.found)
+        ),
         "unrepaired": [
             {
                 "reason": reason,
