@@ -222,6 +222,28 @@ def test_the_chart_has_a_bar_per_bucket_and_marks_the_clusters() -> None:
     assert shift_chart_svg([]) == ""
 
 
+def test_a_bar_is_lettered_only_by_a_cluster_holding_most_of_it() -> None:
+    # the bucket [32, 64) holds 300 citations at 60 and 10 at 33; a cluster made of the 10
+    # touches the bucket's range but holds a thirtieth of it
+    clusters = [ShiftCluster(60, 60, 60, 300, 0.9), ShiftCluster(33, 33, 33, 10, 0.03)]
+    bars = chart_bars(Counter({60: 300, 33: 10}), clusters)
+    assert {bar.label: bar.clusters for bar in bars}["[32, 64)"] == ("A",)
+    split = [ShiftCluster(60, 60, 60, 100, 0.5), ShiftCluster(33, 33, 33, 100, 0.5)]
+    # neither holds most of the bucket: no letter claims it
+    assert {b.label: b.clusters for b in chart_bars(Counter({60: 100, 33: 100}), split)}[
+        "[32, 64)"
+    ] == ()
+
+
+def test_the_chart_says_what_its_colours_and_letters_mean() -> None:
+    summary = SweepSummary()
+    for i in range(50):
+        summary.add(_drifted(f"c{i}", "q", shift=40))
+    summary.add(_drifted("far", "q", shift=-900))
+    legend = _between(render_report(summary, gate=Gate()), 'id="chart-legend"', "</p>")
+    assert "lettered blue bar" in legend and "grey bar" in legend
+
+
 def test_details_stay_bounded_whatever_the_archive_holds() -> None:
     summary = SweepSummary()
     details = summary.details

@@ -3,7 +3,8 @@ is one small picture, it must work with no script and no network, and its bars m
 checkable by a test (each bar carries its bucket and count as data attributes).
 
 Bars are the histogram's buckets (see :mod:`exporter.pipeline.shifts`), from the first used to
-the last used; the bars a main cluster falls in are marked with its letter.
+the last used; a bar most of whose citations belong to a main cluster is marked with its letter
+(the others are grey: repaired drift outside the main clusters).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
 
-from exporter.pipeline.shifts import SHIFT_BOUNDS, ShiftCluster, bucket_label, shift_bucket
+from exporter.pipeline.shifts import ShiftCluster, bucket_label, shift_bucket
 
 __all__ = ["Bar", "chart_bars", "cluster_letter", "shift_chart_svg"]
 
@@ -28,7 +29,7 @@ def cluster_letter(index: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Bar:
-    """One bucket of the chart: its label, its count, and the clusters whose range meets it."""
+    """One bucket of the chart: its label, its count, and the cluster holding most of it."""
 
     bucket: int
     label: str
@@ -36,29 +37,28 @@ class Bar:
     clusters: tuple[str, ...]
 
 
-def _bucket_range(bucket: int) -> tuple[float, float]:
-    """The shifts bucket ``bucket`` holds, as [low, high)."""
-    low = SHIFT_BOUNDS[bucket - 1] if bucket > 0 else float("-inf")
-    high = SHIFT_BOUNDS[bucket] if bucket < len(SHIFT_BOUNDS) else float("inf")
-    return low, high
-
-
 def chart_bars(shifts: Counter[int], clusters: list[ShiftCluster]) -> list[Bar]:
     """The bars, from the first bucket used to the last (empty ones between kept: the gaps
     are part of the picture)."""
     counts = Counter[int]()
+    # per bucket, how many of its citations each cluster holds
+    held: dict[int, Counter[int]] = {}
     for value, count in shifts.items():
-        counts[shift_bucket(value)] += count
+        bucket = shift_bucket(value)
+        counts[bucket] += count
+        for i, cluster in enumerate(clusters):
+            if cluster.low <= value <= cluster.high:
+                held.setdefault(bucket, Counter())[i] += count
     used = sorted(bucket for bucket, count in counts.items() if count)
     if not used:
         return []
     bars = []
     for bucket in range(used[0], used[-1] + 1):
-        low, high = _bucket_range(bucket)
+        # a bar is lettered with a cluster that holds most of its citations, never one that
+        # only touches its range
+        inside = held.get(bucket, Counter())
         marks = tuple(
-            cluster_letter(i)
-            for i, cluster in enumerate(clusters)
-            if cluster.low < high and cluster.high >= low
+            cluster_letter(i) for i in range(len(clusters)) if inside[i] * 2 > counts[bucket]
         )
         bars.append(Bar(bucket, bucket_label(bucket), counts[bucket], marks))
     return bars
