@@ -635,8 +635,21 @@ def test_invisible_characters_show_as_marks_the_page_names() -> None:
     assert "\\xa0" not in page and "\\xad" not in page  # no raw escapes
     examples = _between(page, '<section class="unrepaired"', "</section>")
     assert "\u237d" in examples and "\xac" in examples
-    legend = _between(page, '<p class="note" id="marks">', "</p>")
+    legend = _between(page, '<span id="marks">', "</span>")
     assert "\u237d</code> a no-break space" in legend and "\xac</code> a soft hyphen" in legend
+
+
+def test_a_quote_found_as_it_was_stored_has_nothing_highlighted() -> None:
+    # found again with other line breaks and a curly apostrophe: the same words
+    summary = SweepSummary()
+    evidence = Evidence("the customer's\nrefund", "another text", "the customer\u2019s refund")
+    summary.add(_drifted("c1", "q", shift=40), evidence)
+    page = render_report(summary, gate=Gate())
+    found = _between(page, '<dd class="found">', "</dd>")
+    assert "<mark>" not in found
+    assert "<mark>" in _between(page, '<dd class="span">', "</dd>")  # other words: marked
+    note = _between(page, 'id="reading-examples"', "</p>")
+    assert "compared with each other" in note and "spacing and typography are no difference" in note
 
 
 def test_a_page_without_invisible_characters_has_no_legend_of_them() -> None:

@@ -21,6 +21,7 @@ import markupsafe
 from rapidfuzz.distance import Indel
 
 from exporter import __version__
+from exporter.checks.normalize import fold
 from exporter.checks.verdict import Status
 from exporter.entailment.report import entailment_json
 from exporter.outputs.shift_chart import chart_bars, cluster_letter, shift_chart_svg
@@ -139,13 +140,20 @@ def _segments(text: str | None, other: str | None) -> list[tuple[str, bool]]:
         return [(text, False)]
     words, others = _WORDS.findall(text), _WORDS.findall(other)
     # rapidfuzz's bit-parallel alignment: difflib's matcher takes a quarter of a second on some
-    # pairs of 300 characters, and a verdict file may hold thousands of them
+    # pairs of 300 characters, and a verdict file may hold thousands of them. Words are compared
+    # folded, as the checks compare them: spacing or typography (a line break for a space,
+    # curly quotes) is no difference to highlight
     pieces: list[tuple[str, bool]] = []
-    for opcode in Indel.opcodes(words, others):
+    for opcode in Indel.opcodes(_keys(words), _keys(others)):
         if opcode.src_start < opcode.src_end:
             piece = "".join(words[opcode.src_start : opcode.src_end])
             pieces.append((piece, opcode.tag != "equal"))
     return pieces
+
+
+def _keys(words: list[str]) -> list[str]:
+    """Each word as the highlighting compares it: folded, any run of spacing one space."""
+    return [" " if word.isspace() else fold(word) for word in words]
 
 
 def _example_view(example: Example) -> dict[str, Any]:
