@@ -656,3 +656,14 @@ def test_a_page_without_invisible_characters_has_no_legend_of_them() -> None:
     summary = SweepSummary()
     summary.add(_drifted("c1", "q", shift=None), Evidence("Refunds", "Returns", None))
     assert 'id="marks"' not in render_report(summary, gate=Gate())
+
+
+def test_each_failing_section_says_what_to_do() -> None:
+    summary = SweepSummary()
+    summary.add(_drifted("r1", "q", shift=40))
+    summary.add(_drifted("u1", "q", shift=None))
+    summary.add(Verdict("m1", "a", "gone", Status.DOCUMENT_MISSING, Action.DEGRADE_TO_DOCUMENT))
+    page = render_report(summary, gate=Gate())
+    assert "Roll the change back or re-cite them" in _between(page, "Unrepaired drift", "</p>")
+    assert "roll the re-index back" in _between(page, 'id="missing-documents"', "</p>")
+    assert "apply the repairs" in _between(page, "<h2>Shift of repaired drift</h2>", "</p>")
