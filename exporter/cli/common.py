@@ -336,10 +336,11 @@ def print_summary(args: argparse.Namespace, summary: SweepSummary, gate: Gate) -
     else:
         text = summary_text(summary, gate)
         write_summary(text + "\n", report_to)
-    written = written_line(args)
+    written = written_line(args) if args.format == "text" else None
     if written is not None:
-        # after a text summary, its last line; beside a JSON one, on stderr (stdout stays JSON)
-        write_summary(written + "\n", sys.stderr if args.format == "json" else report_to)
+        # the text summary's last line (a JSON summary is read by a program that named its
+        # outputs itself, and a successful sweep writes nothing to stderr)
+        write_summary(written + "\n", report_to)
 
 
 # What a sweep may write, by option, as its last line names it.
