@@ -190,9 +190,7 @@ class CoverageSummary:
     answers_unjudged: int = 0
 
     def add(self, verdict: CoverageVerdict) -> None:
-        if verdict.status is CoverageStatus.INVALID:
-            self.invalid += 1
-            return
+        """Count a verdict that could be judged (the summary counts an invalid one itself)."""
         self.answers += 1
         self.claims += len(verdict.claims)
         self.framing += len(verdict.framing)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 from exporter.checks.store import ChunkStore
-from exporter.checks.verdict import Verdict
+from exporter.checks.verdict import Status, Verdict
 from exporter.records.limits import Limits, failure
 from exporter.records.schema import Citation
 
@@ -31,6 +31,7 @@ __all__ = [
     "AnswerContext",
     "CheckFailed",
     "CheckResult",
+    "Checked",
     "CitationCheck",
     "Count",
     "MetricSpec",
@@ -124,6 +125,13 @@ class CheckResult(Protocol):
         """An empty summary part for results of its check."""
 
 
+class Checked(Protocol):
+    """A citation of the answer as checked (the pipeline's CheckedCitation has it)."""
+
+    @property
+    def verdict(self) -> Verdict: ...
+
+
 @dataclass(frozen=True, slots=True)
 class AnswerContext:
     """One answer event as a per-answer check sees it, decoded once for all of them.
@@ -131,7 +139,7 @@ class AnswerContext:
     ``parsed`` is the event's JSON object; ``cited`` the sentence indices its readable
     citations name; ``unreadable`` how many of its citations could not be read;
     ``header_checked`` whether some citation could be decoded (its ``answer_id`` and
-    ``topic`` are good); ``verdicts`` the verdicts of its readable citations, in order.
+    ``topic`` are good); ``checked`` its citations as checked, in order (see ``verdicts``).
     """
 
     parsed: dict[str, Any]
@@ -139,7 +147,13 @@ class AnswerContext:
     cited: Collection[int]
     unreadable: int
     header_checked: bool
-    verdicts: Sequence[Verdict]
+    checked: Sequence[Checked]
+
+    @property
+    def verdicts(self) -> list[Verdict]:
+        """The verdicts of the answer's readable citations, in order (made when asked for:
+        coverage never asks, and it runs on every answer)."""
+        return [c.verdict for c in self.checked if c.verdict.status is not Status.INVALID]
 
     @property
     def answer_id(self) -> str | None:

@@ -65,9 +65,8 @@ def result_record(result: CheckResult, **where: Any) -> dict[str, Any]:
 def verdict_key(verdict: Verdict | CheckResult) -> bytes:
     """The Kafka key of a published verdict: its citation's id, or what a check's result says
     (a coverage verdict's answer)."""
-    if type(verdict) is Verdict:
+    if isinstance(verdict, Verdict):
         return (verdict.citation_id or "").encode()
-    assert not isinstance(verdict, Verdict)
     return verdict.key()
 
 
@@ -121,10 +120,9 @@ def verdict_json(
     and should any value still be beyond orjson, the standard library writes the line instead:
     a verdict that cannot be written would be a record that stops the monitor.
     """
-    if type(verdict) is Verdict:
+    if isinstance(verdict, Verdict):
         record = verdict_record(verdict, evidence, **where)
     else:
-        assert not isinstance(verdict, Verdict)
         record = result_record(verdict, **where)
     try:
         return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)

@@ -75,13 +75,10 @@ def _letter(
     """One dead letter for every invalid citation of a message, however many, and for every
     result a check could not judge (unusable sentences, a plug-in that raised); None when there
     is nothing wrong."""
-    parts: list[str] = []
     reason = invalid[0].reason if invalid else "invalid_record"
-    unjudged = [(result.check, result.unusable) for result in results if result.unusable]
-    for check, unusable in unjudged:
-        assert unusable is not None
-        parts.append(f"{check}: {unusable.error}")
-    if unjudged and unjudged[0][1] is not None:
+    unjudged = [(result.check, u) for result in results if (u := result.unusable) is not None]
+    parts = [f"{check}: {unusable.error}" for check, unusable in unjudged]
+    if unjudged:
         reason = unjudged[0][1].reason
     if invalid:
         listed = "; ".join(
@@ -98,7 +95,7 @@ def _letter(
     if not parts:
         return None
     # what raised first, in the order the error lists them: the checks' inputs, the citations
-    raised = [unusable.exception for _, unusable in unjudged if unusable is not None]
+    raised = [unusable.exception for _, unusable in unjudged]
     raised += [item.exception for item in invalid[:_ERRORS_LISTED]]
     exception = next((name for name in raised if name is not None), None)
     return DeadLetter(
@@ -186,8 +183,7 @@ def _answer_results(
     header_checked: bool,
 ) -> list[CheckResult]:
     """What the policy's per-answer checks (coverage first) said of one answer event."""
-    verdicts = [c.verdict for c in checked if c.verdict.status is not Status.INVALID]
-    answer = AnswerContext(parsed, policy.limits, cited, unreadable, header_checked, verdicts)
+    answer = AnswerContext(parsed, policy.limits, cited, unreadable, header_checked, checked)
     results: list[CheckResult] = []
     for check in policy.answer_checks:
         result = run_guarded(check, answer.answer_id, answer)
