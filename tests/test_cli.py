@@ -46,6 +46,13 @@ def _sweep(scenario: dict[str, Path], *extra: str) -> list[str]:
     ]
 
 
+def _exits_2(arguments: list[str]) -> None:
+    """Run the command, which must end as a usage error (exit 2)."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(arguments)
+    assert exit_info.value.code == 2
+
+
 def test_sweep_writes_one_verdict_per_citation_and_gates(
     scenario: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -328,9 +335,7 @@ def test_help_examples_keep_their_line_breaks(
 def test_the_bare_command_lists_the_commands_and_where_to_start(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        main([])
-    assert exit_info.value.code == 2
+    _exits_2([])
     error = capsys.readouterr().err
     # every command, each with what it is for, and the first one to try
     for command in ("sweep", "report", "demo", "run", "produce", "simulate"):
@@ -349,9 +354,7 @@ def test_the_bare_command_lists_the_commands_and_where_to_start(
 def test_stray_words_are_named_under_their_command_with_what_was_meant(
     arguments: list[str], hint: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        main(arguments)
-    assert exit_info.value.code == 2
+    _exits_2(arguments)
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert error.startswith(f"citation-exporter {arguments[0]}: error: unrecognized arguments: ")
     assert hint in error
@@ -363,9 +366,7 @@ def test_a_citations_file_that_is_no_json_lines_is_told_the_format_with_a_line(
     csv = tmp_path / "citations.csv"
     csv.write_text("citation_id,doc_id,chunk_span\nc1,refunds,0-20\n", encoding="utf-8")
     arguments = ["sweep", "--chunks", str(scenario["chunks"]), "--citations", str(csv)]
-    with pytest.raises(SystemExit) as exit_info:
-        main([*arguments, "--no-progress"])
-    assert exit_info.value.code == 2
+    _exits_2([*arguments, "--no-progress"])
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert "no line of the --citations file is JSON; it takes JSON Lines" in error
     # the line shown is one the sweep takes
@@ -410,9 +411,7 @@ def test_chunks_and_citations_swapped_are_named_before_the_sweep(
 ) -> None:
     arguments = ["sweep", "--no-progress"]
     arguments += ["--chunks", str(scenario["citations"]), "--citations", str(scenario["chunks"])]
-    with pytest.raises(SystemExit) as exit_info:
-        main(arguments)
-    assert exit_info.value.code == 2
+    _exits_2(arguments)
     captured = capsys.readouterr()
     [error] = captured.err.strip().splitlines()
     assert error.endswith("were --chunks and --citations swapped?")
@@ -425,16 +424,36 @@ def test_a_chunks_file_of_other_records_is_not_taken_for_a_swap(
 ) -> None:
     other = tmp_path / "other.jsonl"
     other.write_text('{"id": 1, "body": "not a chunk"}\n', encoding="utf-8")
-    with pytest.raises(SystemExit):
-        main(
-            [
-                "sweep",
-                "--no-progress",
-                "--chunks",
-                str(other),
-                "--citations",
-                str(scenario["citations"]),
-            ]
-        )
+    citations = str(scenario["citations"])
+    _exits_2(["sweep", "--no-progress", "--chunks", str(other), "--citations", citations])
     error = capsys.readouterr().err
     assert "swapped" not in error and "no chunk was loaded" in error
+
+
+@pytest.mark.parametrize(
+    "first_line",
+    [
+        b"[" * 100_000 + b"]" * 100_000,  # nested past any parser's depth
+        b'{"chunk_span": "' + b"x" * 2_000_000 + b'"}',  # longer than --max-message-bytes
+        b"\xff\xfe not text",
+    ],
+)
+def test_a_chunks_file_whose_first_line_is_hostile_is_no_swap_and_no_crash(
+    scenario: dict[str, Path], tmp_path: Path, first_line: bytes, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chunks = tmp_path / "chunks.jsonl"
+    chunks.write_bytes(first_line + b"\n")
+    citations = str(scenario["citations"])
+    _exits_2(["sweep", "--no-progress", "--chunks", str(chunks), "--citations", citations])
+    [error] = capsys.readouterr().err.strip().splitlines()
+    assert "swapped" not in error and len(error) < 400
+
+
+def test_a_swap_is_named_through_gzip_too(
+    scenario: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    compressed = tmp_path / "citations.jsonl.gz"
+    compressed.write_bytes(gzip.compress(scenario["citations"].read_bytes()))
+    chunks = str(scenario["chunks"])
+    _exits_2(["sweep", "--no-progress", "--chunks", str(compressed), "--citations", chunks])
+    assert capsys.readouterr().err.strip().endswith("were --chunks and --citations swapped?")

@@ -157,6 +157,21 @@ def test_run_source_checks_its_files_before_it_opens_anything(
     assert "metrics on" not in done.stderr
 
 
+def test_run_source_reads_a_pipe_whole_after_checking_it(mixed_file: tuple[Path, int]) -> None:
+    # a pipe can be read once: checking it before the replay must not take its first bytes
+    path, citations = mixed_file
+    command = [sys.executable, "-m", "exporter.cli", "run", "--source", "/dev/stdin"]
+    done = subprocess.run(
+        [*command, "--metrics-port", "0"],
+        input=path.read_bytes(),
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"replay: {citations + 1:,} citations checked".encode() in done.stderr
+
+
 class Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True

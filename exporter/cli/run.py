@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
+import os
 import signal
+import stat
 import sys
 import time
 from collections.abc import Sequence
@@ -14,7 +17,7 @@ from typing import Any
 
 from exporter.cli.common import EXIT_OK, UsageError, refuse_unwritable
 from exporter.errors import InputError
-from exporter.files.jsonl import OutputError, open_input, open_output
+from exporter.files.jsonl import OutputError, open_output
 from exporter.outputs.report import summary_text
 
 EXAMPLES = """\
@@ -180,12 +183,15 @@ def _replay_source(args: argparse.Namespace, settings: Any) -> int:
 
 
 def _refuse_unreadable(path: str) -> None:
-    """Exit 2 before anything is opened when the file to replay cannot be (standard input is
-    read as it comes)."""
+    """Exit 2 before anything is opened when the file to replay cannot be. Asked of the file
+    system, never by opening it: a pipe (``<(zcat ...)``, a FIFO) opened to look would lose
+    what was read, or wait for a writer (standard input is read as it comes)."""
     if path == "-":
         return
     try:
-        with open_input(path):
-            pass
-    except InputError as exc:
-        raise UsageError(f"cannot replay --source {exc}") from None
+        if stat.S_ISDIR(os.stat(path).st_mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+        if not os.access(path, os.R_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+    except OSError as exc:
+        raise UsageError(f"cannot replay --source {path}: {exc.strerror or exc}") from None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures.process import BrokenProcessPool
@@ -445,8 +446,9 @@ _CITATION_FIELDS = ("chunk_span", "quote", "citations")
 
 def _refuse_swapped(chunks: str, max_bytes: int) -> None:
     """Exit 2 naming the likely swap when no chunk loaded from a --chunks file whose first
-    record is a citation or an answer event (read again: standard input cannot be)."""
-    if chunks == "-":
+    record is a citation or an answer event. Read again, so a regular file's only: standard
+    input, a pipe or a FIFO cannot be (opened again, a FIFO would wait for a writer)."""
+    if not os.path.isfile(chunks):
         return
     source = JsonLines(chunks)
     with closing(source.records(max_bytes)) as records:
