@@ -19,7 +19,7 @@ LABEL org.opencontainers.image.title="citation-drift-exporter" \
       org.opencontainers.image.licenses="Apache-2.0" \
       org.opencontainers.image.source="https://github.com/citation-drift-exporter/citation-drift-exporter" \
       org.opencontainers.image.url="https://github.com/citation-drift-exporter/citation-drift-exporter" \
-      org.opencontainers.image.documentation="https://github.com/citation-drift-exporter/citation-drift-exporter/blob/main/README.md" \
+      org.opencontainers.image.documentation="https://github.com/citation-drift-exporter/citation-drift-exporter/blob/main/docs/index.md" \
       org.opencontainers.image.vendor="citation-drift-exporter"
 RUN groupadd --system --gid 10001 exporter \
     && useradd --system --uid 10001 --gid exporter --no-create-home --shell /usr/sbin/nologin exporter

@@ -9,9 +9,10 @@ from __future__ import annotations
 JOB = "citation-drift-exporter"
 JOB_SELECTOR = f'job="{JOB}"'
 
-# Where the runbooks live: the README's "Runbooks" section, one heading per alert.
+# Where the runbooks live: docs/runbooks.md, one heading per alert (rendered on GitHub and on
+# the documentation site alike, with the same anchor).
 RUNBOOK_BASE = (
-    "https://github.com/citation-drift-exporter/citation-drift-exporter/blob/main/README.md"
+    "https://github.com/citation-drift-exporter/citation-drift-exporter/blob/main/docs/runbooks.md"
 )
 
 # Inline drift ratio (drift failures / checks, 15 minutes) that pages on-call. Drift from a
@@ -97,5 +98,5 @@ SWEEP_OVERDUE_SECONDS = 3600
 
 
 def runbook(alert: str) -> str:
-    """The README anchor of an alert's runbook (GitHub lower-cases heading text)."""
+    """The anchor of an alert's runbook (GitHub and MkDocs both lower-case heading text)."""
     return f"{RUNBOOK_BASE}#{alert.lower()}"

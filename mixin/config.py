@@ -79,7 +79,8 @@ class MixinConfig:
     # Labels kept beside job in every aggregation (namespace, cluster): one Prometheus watching
     # several deployments judges each on its own instead of pooling their ratios.
     aggregation_labels: tuple[str, ...] = ()
-    # Each alert's runbook; {alert} is the alert name, {anchor} its lower-cased README anchor.
+    # Each alert's runbook; {alert} is the alert name, {anchor} its lower-cased anchor in
+    # docs/runbooks.md.
     runbook_url: str = alerting.RUNBOOK_BASE + "#{anchor}"
     # Window of the ratios and rates the drift alerts judge: long enough for ~90 checks at the
     # traffic guard (exporter.alerting.MIN_CHECKS_PER_SECOND), short enough to page in time.
@@ -124,10 +125,10 @@ class MixinConfig:
     # --- Kubernetes (deploy/kubernetes/, rules/kubernetes/) -----------------------------------
     # Namespace of every resource; empty leaves it out, so `kubectl apply -n` decides.
     namespace: str = ""
-    image: str = "citation-drift-exporter:latest"  # the Dockerfile's image, as the README builds it
+    image: str = "citation-drift-exporter:latest"  # the Dockerfile's image (docs/deploy.md)
     bootstrap_servers: str = "kafka:9092"  # CITATION_EXPORTER_BOOTSTRAP_SERVERS of the pod
     # Memory scales with the chunk store, ~1.1 GiB per million chunks plus up to ~0.3 GiB of
-    # document views (README, Performance): these fit about a million chunks.
+    # document views (docs/performance.md): these fit about a million chunks.
     memory_request: str = "1536Mi"
     memory_limit: str = "2Gi"  # headroom for a sweep's buffers and a growing store
     # Labels your Prometheus's serviceMonitorSelector and ruleSelector match (for example

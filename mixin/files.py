@@ -71,7 +71,7 @@ def _workload(config: MixinConfig) -> str:
             "secrets in a Secret and use valueFrom.secretKeyRef. The replicas share each",
             "sweep through a compacted topic, citation-drift-exporter.sweeps, created at",
             "start-up when missing: without the right to create topics, create it beforehand",
-            "(README, Kafka in production).",
+            "(docs/kafka.md).",
         ],
         "livenessProbe:": [
             "/healthz answers 200 while the event loop runs (503 once it is stuck for 30 s): a",
@@ -83,7 +83,7 @@ def _workload(config: MixinConfig) -> str:
         ],
         "resources:": [
             "Memory scales with the chunk store: about 1 GiB per million chunks, plus up to",
-            "~0.3 GiB of document views and ~0.1 GiB for the process (README, Performance).",
+            "~0.3 GiB of document views and ~0.1 GiB for the process (docs/performance.md).",
             "These fit about a million chunks; set memory_request/memory_limit in the mixin",
             "config from your store's size. CPU only bounds how fast checks run.",
         ],

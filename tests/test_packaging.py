@@ -197,7 +197,8 @@ def test_project_urls_point_where_the_runbooks_do(project: dict[str, Any]) -> No
     repository = config.RUNBOOK_BASE.split("/blob/")[0]
     assert urls["Source"] == urls["Homepage"] == repository
     assert urls["Issues"] == f"{repository}/issues"
-    assert urls["Documentation"] == config.RUNBOOK_BASE
+    # the documentation's home page, in the folder the runbooks are in
+    assert urls["Documentation"] == config.RUNBOOK_BASE.replace("runbooks.md", "index.md")
 
 
 def test_gssapi_is_an_optional_extra(project: dict[str, Any]) -> None:

@@ -122,9 +122,9 @@ def test_every_series_selector_in_the_rules_selects_the_job() -> None:
             assert f'job="{alerting.JOB}"' in matchers, f"{rule}: {metric} without the job"
 
 
-def test_every_alert_has_severity_summary_description_and_a_runbook_in_the_readme() -> None:
-    readme = (REPO / "README.md").read_text()
-    anchors = {heading.strip().lower() for heading in re.findall(r"^#{2,4} (.+)$", readme, re.M)}
+def test_every_alert_has_severity_summary_description_and_a_runbook_of_its_own() -> None:
+    runbooks = (REPO / "docs" / "runbooks.md").read_text()
+    anchors = {heading.strip().lower() for heading in re.findall(r"^## (.+)$", runbooks, re.M)}
     alerts = [r for r in _rules() if "alert" in r]
     assert {a["alert"] for a in alerts} == {
         "CitationDriftRateHigh",
@@ -149,7 +149,17 @@ def test_every_alert_has_severity_summary_description_and_a_runbook_in_the_readm
         assert "{{" in annotations["description"]
         runbook = annotations["runbook_url"]
         assert runbook == alerting.runbook(alert["alert"]) == DEFAULT.runbook(alert["alert"])
-        assert str(alert["alert"]).lower() in anchors, f"README has no runbook for {alert}"
+        assert str(alert["alert"]).lower() in anchors, f"no runbook for {alert}"
+
+
+def test_the_runbooks_table_lists_every_alert_with_its_severity_and_summary() -> None:
+    runbooks = (REPO / "docs" / "runbooks.md").read_text()
+    rows = re.findall(r"^\| \[(\w+)\]\(#(\w+)\) \| (\w+) \| (.+) \|$", runbooks, re.M)
+    alerts = [r for r in _rules() if "alert" in r]
+    assert rows == [
+        (a["alert"], a["alert"].lower(), a["labels"]["severity"], a["annotations"]["summary"])
+        for a in alerts
+    ]
 
 
 def test_only_what_readers_see_broken_pages() -> None:
@@ -295,9 +305,9 @@ def test_a_bad_config_is_an_error_naming_the_key(tmp_path: Path, text: str, name
     assert not (tmp_path / "out").exists(), "nothing is written for a bad config"
 
 
-def test_the_readmes_example_config_loads(tmp_path: Path) -> None:
-    readme = (REPO / "README.md").read_text()
-    section = readme[readme.index("### Configuring the mixin") :]
+def test_the_docs_example_config_loads(tmp_path: Path) -> None:
+    page = (REPO / "docs" / "alerts.md").read_text()
+    section = page[page.index("## Configuring the mixin") :]
     example = section[section.index("```toml\n") + 8 : section.index("```\n", 1)]
     path = tmp_path / "example.toml"
     path.write_text(example)
@@ -422,11 +432,12 @@ def test_the_promtool_tests_of_another_deployment_expect_its_labels(another: Pat
 
 
 @needs_promtool
-def test_every_promtool_command_the_readme_gives_runs_as_written() -> None:
+def test_every_promtool_command_the_docs_give_runs_as_written() -> None:
     # each `promtool ...` in backticks, run from the repository's top as a reader would
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    commands = re.findall(r"`promtool ([^`]+\.ya?ml)`", readme)
-    assert commands, "the README names a promtool command"
+    pages = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    text = "".join(page.read_text(encoding="utf-8") for page in pages)
+    commands = re.findall(r"`promtool ([^`]+\.ya?ml)`", text)
+    assert commands, "the docs name a promtool command"
     for command in commands:
         done = _promtool(*command.split(), cwd=REPO)
         assert done.returncode == 0, f"promtool {command}: {done.stderr or done.stdout}"

@@ -193,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
             "\nthe content refresh made others superseded: pinned, never moved, never paging;"
             f"\n{summary.coverage.uncited:,} claims had no citation at all (coverage): marked "
             "uncited, never dropped."
-            "\nNext: citation-exporter sweep --help, and the README's 'The streaming exporter'."
+            "\nNext: citation-exporter sweep --help, and docs/exporter.md (the streaming exporter)."
         )
         if args.report:
             from exporter.cli.report import write_report  # noqa: PLC0415 - Jinja2 when asked

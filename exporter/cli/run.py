@@ -53,7 +53,7 @@ def add_parser(commands: Any) -> None:
         type=Path,
         metavar="FILE",
         help="TLS and basic auth of the HTTP endpoint, in the Prometheus exporter-toolkit's "
-        "format (see the README)",
+        "format (docs/exporter.md, The HTTP endpoint)",
     )
     run.add_argument(
         "--source",

@@ -102,6 +102,14 @@ def add_parser(commands: Any) -> None:
         "judges (default: %(default)s)",
     )
     simulate.add_argument(
+        "--reworded-share",
+        type=ratio,
+        default=defaults.reworded_share,
+        metavar="F",
+        help="share of cited claims restated after a lead-in ('According to the source, ...'): "
+        "faithful, but only a model judge can tell (default: %(default)s)",
+    )
+    simulate.add_argument(
         "--hint-share",
         type=ratio,
         default=defaults.hint_share,
@@ -136,6 +144,7 @@ def run(args: argparse.Namespace) -> int:
         uncited_share=args.uncited_share,
         framing_share=args.framing_share,
         misclaim_share=args.misclaim_share,
+        reworded_share=args.reworded_share,
         hint_share=args.hint_share,
         invalid_lines=args.invalid_lines,
     )
