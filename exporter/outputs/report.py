@@ -12,6 +12,7 @@ from typing import Any
 from exporter.checks.coverage import COVERAGE
 from exporter.checks.relocate import BY_POSITION_HINT
 from exporter.checks.verdict import Status
+from exporter.checks.wording import counted
 from exporter.entailment.report import entailment_json, entailment_lines
 from exporter.pipeline.gate import DRIFT, MISSING, UNREPAIRED, Gate, GateLine
 from exporter.pipeline.shifts import histogram, shift_clusters
@@ -138,8 +139,9 @@ def summary_text(summary: SweepSummary, gate: Gate | None, title: str = "citatio
     """The report; without ``gate`` (a replay, the demo) there are no gate lines."""
     total = summary.citations
     lines = [
-        f"{title}: {total:,} citations checked against {summary.documents_loaded:,} "
-        f"live documents ({summary.chunks_loaded:,} chunks) in {summary.elapsed_seconds:.2f} s "
+        f"{title}: {counted(total, 'citation')} checked against "
+        f"{counted(summary.documents_loaded, 'live document')} "
+        f"({counted(summary.chunks_loaded, 'chunk')}) in {summary.elapsed_seconds:.2f} s "
         f"({summary.citations_per_second:,.0f} citations/s)",
         "",
     ]
