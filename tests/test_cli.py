@@ -255,7 +255,8 @@ def test_console_script_help_teaches_exit_codes() -> None:
         text=True,
         check=True,
     )
-    assert "1    the gate failed: drift above --fail-above, or missing documents" in done.stdout
+    assert "1    the gate failed: drift above --fail-above, missing documents" in done.stdout
+    assert "invalid records above --fail-invalid-above" in done.stdout
     assert "3    internal error" in done.stdout
     assert "--example" in done.stdout
 
@@ -457,3 +458,19 @@ def test_a_swap_is_named_through_gzip_too(
     chunks = str(scenario["chunks"])
     _exits_2(["sweep", "--no-progress", "--chunks", str(compressed), "--citations", chunks])
     assert capsys.readouterr().err.strip().endswith("were --chunks and --citations swapped?")
+
+
+def test_a_usage_error_is_a_few_lines_that_end_with_what_was_wrong() -> None:
+    """Found by a new user: a bad --fail-above came after 30 lines of usage."""
+    for argv, said in (
+        (["sweep", "--fail-above", "1"], "1 would mean 100%: write 1% or 0.01"),
+        (["report", "v.jsonl"], "the following arguments are required: --out"),
+    ):
+        command = [sys.executable, "-m", "exporter.cli", *argv]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        lines = done.stderr.splitlines()
+        assert done.returncode == 2 and len(lines) <= 3, done.stderr
+        assert said in lines[-1]
+    command = [sys.executable, "-m", "exporter.cli", "sweep", "--help"]
+    sweep_help = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    assert sweep_help.startswith("usage: citation-exporter sweep --chunks FILE --citations FILE")

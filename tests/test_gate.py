@@ -12,6 +12,7 @@ import pytest
 from conftest import sweep_json
 from test_html_report import Page
 
+from exporter.checks.verdict import Status
 from exporter.cli import main
 from exporter.outputs.report import summary_text
 from exporter.pipeline.gate import Gate
@@ -131,6 +132,7 @@ def test_a_team_that_applies_repairs_gates_on_unrepaired_drift_alone(
     assert [line["name"] for line in summary["gate"]["lines"]] == [
         "unrepaired drift",
         "missing documents",
+        "invalid records",
     ]
 
 
@@ -159,3 +161,64 @@ def test_allow_empty_passes_a_sweep_of_an_empty_store_whose_documents_are_all_mi
     assert summary.judge(Gate(allow_empty=True)).passed
     assert not summary.judge(Gate(allow_empty=False)).passed
     assert "not gated (no chunk was loaded" in summary_text(summary, Gate(allow_empty=True))
+
+
+# --- invalid records (found by a new user: 19 of 20 citations broken, and the gate passed) ---
+
+
+def _mostly_broken(directory: Path) -> dict[str, Path]:
+    """One citation that checks out and nineteen whose span is a string: 95% invalid."""
+    chunks = directory / "chunks.jsonl"
+    chunks.write_text(
+        '{"doc_id": "refunds", "doc_version": "v3", "chunk_id": "refunds#0", '
+        '"text": "Refunds are issued within 30 days of purchase."}\n'
+    )
+    good = (
+        '{"citation_id": "c-0", "answer_id": "a", "doc_id": "refunds", "doc_version": "v3", '
+        '"chunk_id": "refunds#0", "chunk_span": [0, 33], '
+        '"quote": "Refunds are issued within 30 days"}\n'
+    )
+    broken = good.replace("[0, 33]", '"0-33"')
+    citations = directory / "citations.jsonl"
+    citations.write_text(good + "".join(broken.replace("c-0", f"c-{i}") for i in range(1, 20)))
+    return {"chunks": chunks, "citations": citations}
+
+
+def test_an_archive_of_mostly_broken_records_fails_the_gate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, summary = sweep_json(_mostly_broken(tmp_path), capsys)
+    assert summary["statuses"]["invalid"] == 19 and summary["drift_ratio"] == 0.0
+    assert summary["invalid_ratio"] == pytest.approx(0.95)
+    assert code == 1 and summary["gate"]["crossed"] == ["invalid records"]
+    assert "invalid records 95.00% above 1.00%" in summary["gate"]["why"]
+    assert summary["fail_invalid_above"] == 0.01
+
+
+def test_the_invalid_line_is_its_own_option_and_follows_the_drift_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = _mostly_broken(tmp_path)
+    assert sweep_json(scenario, capsys, "--fail-invalid-above", "96%")[0] == 0
+    code, summary = sweep_json(scenario, capsys, "--fail-above", "99%")
+    assert (code, summary["fail_invalid_above"]) == (0, 0.99)
+
+
+def test_the_text_summary_shows_the_invalid_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = _mostly_broken(tmp_path)
+    inputs = ["--chunks", str(scenario["chunks"]), "--citations", str(scenario["citations"])]
+    assert main(["sweep", *inputs, "--no-progress"]) == 1
+    text = capsys.readouterr().out
+    assert "  invalid records    95.00%   gate: fail above 1.00% -> FAIL" in text
+    assert "gate: FAIL (invalid records 95.00% above 1.00%)" in text
+
+
+def test_allow_empty_waits_the_invalid_line_when_nothing_valid_was_read() -> None:
+    summary = SweepSummary()
+    summary.chunks_loaded = 1
+    summary.statuses[Status.INVALID] = 3
+    result = summary.judge(Gate(allow_empty=True))
+    assert result.passed, result.why()
+    assert not summary.judge(Gate(allow_empty=False)).passed

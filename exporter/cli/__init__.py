@@ -2,9 +2,9 @@
 
 One module per subcommand, each with ``add_parser(commands)`` and ``run(args)``. Exit codes are
 part of the contract, so a deploy pipeline can gate on ``sweep``: 0 no line of the gate
-crossed, 1 the gate failed (drift or missing documents above their lines) and nothing else, 2
-usage error, unreadable input or unwritable output, 3 internal error. No exception ends the
-process with Python's own status 1.
+crossed, 1 the gate failed (drift, missing documents or invalid records above their lines) and
+nothing else, 2 usage error, unreadable input or unwritable output, 3 internal error. No
+exception ends the process with Python's own status 1.
 """
 
 from __future__ import annotations

@@ -58,8 +58,9 @@ EXIT_INTERNAL = 3
 EXIT_CODES = """\
 exit status:
   0    done; with a gate (sweep, report --fail-above): no line of it was crossed
-  1    the gate failed: drift above --fail-above, or missing documents above
-       --fail-missing-above (the summary says which; nothing else is ever 1)
+  1    the gate failed: drift above --fail-above, missing documents above
+       --fail-missing-above or invalid records above --fail-invalid-above (the
+       summary says which; nothing else is ever 1)
   2    usage error, unreadable input or unwritable output (one line on stderr says which)
   3    internal error: a bug (the traceback is printed)
   130  interrupted
@@ -114,7 +115,7 @@ def ratio(text: str) -> float:
 
 
 def add_gate_options(parser: argparse.ArgumentParser, *, gated_by_default: bool) -> None:
-    """The gate's lines: drift (all, or unrepaired alone) and missing documents."""
+    """The gate's lines: drift (all, or unrepaired alone), missing documents, invalid records."""
     group = parser.add_argument_group(
         "the gate (exit 1 when any line is crossed; a ratio is written 1% or 0.01)"
     )
@@ -135,6 +136,14 @@ def add_gate_options(parser: argparse.ArgumentParser, *, gated_by_default: bool)
         "citations exceeds this (default: the drift line's)",
     )
     group.add_argument(
+        "--fail-invalid-above",
+        type=ratio,
+        metavar="RATIO",
+        help="the invalid-records line: fail when citations that could not be checked (not "
+        "JSON, a broken field, over a limit) / all citations read exceeds this; with most "
+        "records broken the valid few say nothing of the archive (default: the drift line's)",
+    )
+    group.add_argument(
         "--gate-drift",
         choices=("all", "unrepaired"),
         default="all",
@@ -146,13 +155,21 @@ def add_gate_options(parser: argparse.ArgumentParser, *, gated_by_default: bool)
 def gate_from(args: argparse.Namespace) -> Gate | None:
     """The gate the options describe; None when there is none (report without --fail-above)."""
     if args.fail_above is None:
-        if args.fail_missing_above is not None or args.gate_drift != "all":
-            raise UsageError("--fail-missing-above and --gate-drift need --fail-above")
+        if (
+            args.fail_missing_above is not None
+            or args.fail_invalid_above is not None
+            or args.gate_drift != "all"
+        ):
+            raise UsageError(
+                "--fail-missing-above, --fail-invalid-above and --gate-drift need --fail-above"
+            )
         return None
     missing = args.fail_above if args.fail_missing_above is None else args.fail_missing_above
+    invalid = args.fail_above if args.fail_invalid_above is None else args.fail_invalid_above
     return Gate(
         drift_above=args.fail_above,
         missing_above=missing,
+        invalid_above=invalid,
         unrepaired_only=args.gate_drift == "unrepaired",
         allow_empty=args.allow_empty,
     )

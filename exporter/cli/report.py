@@ -141,6 +141,7 @@ def write_report(
 def add_parser(commands: Any) -> None:
     report = commands.add_parser(
         "report",
+        usage="%(prog)s FILE [FILE ...] --out FILE [options]",
         help="the sweep's HTML page from verdict files written earlier",
         description="Render the HTML report of a sweep from its verdict file (sweep --out), "
         "and its coverage verdicts and judged sample (--coverage-out, --judge-out) when "

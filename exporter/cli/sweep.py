@@ -102,6 +102,10 @@ options need the in-process engine.
 def add_parser(commands: Any) -> None:
     sweep = commands.add_parser(
         "sweep",
+        # short, so a usage error shows its one line at once (the options are in --help), and
+        # naming the two inputs a sweep needs (they are flags only because --example exists)
+        usage="%(prog)s --chunks FILE --citations FILE [options]\n"
+        "       %(prog)s --example [options]",
         help="check an archive of citations against the live chunk store (a deploy gate)",
         description="Check every stored citation against the live chunk store. Writes one "
         "verdict per input citation and prints a summary with the drift ratio and the "

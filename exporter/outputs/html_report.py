@@ -26,7 +26,7 @@ from exporter.checks.verdict import Status
 from exporter.entailment.report import entailment_json
 from exporter.outputs.shift_chart import chart_bars, cluster_letter, shift_chart_svg
 from exporter.pipeline.details import NO_SOURCE, Example
-from exporter.pipeline.gate import DRIFT, MISSING, UNREPAIRED, Gate, GateResult
+from exporter.pipeline.gate import DRIFT, INVALID, MISSING, UNREPAIRED, Gate, GateResult
 from exporter.pipeline.shifts import ShiftCluster, shift_bucket, shift_clusters
 from exporter.pipeline.summary import SweepSummary
 
@@ -246,7 +246,12 @@ def _audit(summary: SweepSummary, assumptions: AuditAssumptions) -> dict[str, An
     }
 
 
-_LINE_IDS = {DRIFT: "gate-drift", UNREPAIRED: "gate-unrepaired", MISSING: "gate-missing"}
+_LINE_IDS = {
+    DRIFT: "gate-drift",
+    UNREPAIRED: "gate-unrepaired",
+    MISSING: "gate-missing",
+    INVALID: "gate-invalid",
+}
 
 
 def _gate_lines(summary: SweepSummary, result: GateResult) -> list[dict[str, Any]]:
@@ -255,6 +260,7 @@ def _gate_lines(summary: SweepSummary, result: GateResult) -> list[dict[str, Any
         DRIFT: summary.drift,
         UNREPAIRED: summary.statuses[Status.DRIFT_UNREPAIRED],
         MISSING: summary.statuses[Status.DOCUMENT_MISSING],
+        INVALID: summary.statuses[Status.INVALID],
     }
     return [
         {
@@ -264,6 +270,10 @@ def _gate_lines(summary: SweepSummary, result: GateResult) -> list[dict[str, Any
             "limit": line.limit,
             "crossed": line.crossed,
             "count": counts[line.name],
+            # the invalid line is a share of every citation read; the others of the valid ones
+            "of": f"{summary.citations:,} citations read"
+            if line.name == INVALID
+            else f"{summary.valid:,} valid citations",
         }
         for line in result.lines
     ]

@@ -14,7 +14,7 @@ from exporter.checks.relocate import BY_POSITION_HINT
 from exporter.checks.verdict import Status
 from exporter.checks.wording import counted
 from exporter.entailment.report import entailment_json, entailment_lines
-from exporter.pipeline.gate import DRIFT, MISSING, UNREPAIRED, Gate, GateLine
+from exporter.pipeline.gate import DRIFT, INVALID, MISSING, UNREPAIRED, Gate, GateLine
 from exporter.pipeline.shifts import histogram, shift_clusters
 from exporter.pipeline.summary import SweepSummary
 
@@ -41,6 +41,7 @@ def _ratio_lines(summary: SweepSummary, gate: Gate | None) -> list[str]:
         f"    repaired        {summary.repaired_ratio:7.2%}   applying the repairs fixes these",
         f"    unrepaired      {summary.unrepaired_ratio:7.2%}{line(UNREPAIRED)}",
         f"  missing documents {summary.missing_ratio:7.2%}{line(MISSING)}",
+        f"  invalid records   {summary.invalid_ratio:7.2%}{line(INVALID)}",
         f"  superseded ratio  {summary.superseded_ratio:7.2%}   content refreshed upstream; "
         "not drift, pinned to archived versions",
     ]
@@ -86,9 +87,11 @@ def summary_json(summary: SweepSummary, gate: Gate) -> dict[str, Any]:
         "repaired_drift_ratio": summary.repaired_ratio,
         "unrepaired_drift_ratio": summary.unrepaired_ratio,
         "document_missing_ratio": summary.missing_ratio,
+        "invalid_ratio": summary.invalid_ratio,
         "superseded_ratio": summary.superseded_ratio,
         "fail_above": gate.drift_above,
         "fail_missing_above": gate.missing_above,
+        "fail_invalid_above": gate.invalid_above,
         "gate_drift": UNREPAIRED if gate.unrepaired_only else DRIFT,
         "passed": result.passed,
         "gate": {

@@ -3,29 +3,35 @@
 A reader is let down as much by a citation whose document is gone as by one whose span points
 at other text, so the gate has a line for each: drift (all of it, or for teams that apply the
 repairs automatically, only the drift that could not be repaired) and missing documents. A
-re-index that lost 30% of its documents once passed with drift at 0%. Exit status 1 stays
-"the gate failed", whichever line was crossed; the summary says which.
+re-index that lost 30% of its documents once passed with drift at 0%. A third line counts the
+citations that could not be checked at all (invalid records): an archive 95% of whose records
+broke the contract once passed, judged by its one valid citation. Exit status 1 stays "the gate
+failed", whichever line was crossed; the summary says which.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["DRIFT", "MISSING", "UNREPAIRED", "Gate", "GateLine", "GateResult"]
+__all__ = ["DRIFT", "INVALID", "MISSING", "UNREPAIRED", "Gate", "GateLine", "GateResult"]
 
 # What a line measures, as the summaries name it.
 DRIFT = "drift"
 UNREPAIRED = "unrepaired drift"
 MISSING = "missing documents"
+INVALID = "invalid records"
 
 
 @dataclass(frozen=True, slots=True)
 class Gate:
-    """The lines, as shares of the valid citations (0.01 is 1%)."""
+    """The lines, as shares of the valid citations (0.01 is 1%); invalid records as a share of
+    all the citations read."""
 
     drift_above: float = 0.01
     # by default the drift gate's line: a vanished document is as broken as a drifted span
     missing_above: float = 0.01
+    # by default the drift gate's line too: a citation nobody could check may be drifted
+    invalid_above: float = 0.01
     # gate on the drift that was not repaired alone (the repairs are applied automatically)
     unrepaired_only: bool = False
     # pass when nothing valid was read (else such a sweep fails: a wrong or truncated file)

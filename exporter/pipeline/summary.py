@@ -20,7 +20,15 @@ from exporter.checks.plugins import CheckResult, ResultSummary
 from exporter.checks.verdict import Status, Verdict
 from exporter.entailment.summary import EntailmentSummary
 from exporter.pipeline.details import ReportDetails
-from exporter.pipeline.gate import DRIFT, MISSING, UNREPAIRED, Gate, GateLine, GateResult
+from exporter.pipeline.gate import (
+    DRIFT,
+    INVALID,
+    MISSING,
+    UNREPAIRED,
+    Gate,
+    GateLine,
+    GateResult,
+)
 from exporter.pipeline.outcome import Outcome
 
 __all__ = ["EXAMPLE_CITATION", "SweepSummary"]
@@ -217,6 +225,12 @@ class SweepSummary:
         return self._share(Status.DOCUMENT_MISSING)
 
     @property
+    def invalid_ratio(self) -> float:
+        """Citations that could not be checked (broken records), per citation read: over the
+        valid ones it would exceed 100%."""
+        return self.statuses[Status.INVALID] / self.citations if self.citations else 0.0
+
+    @property
     def superseded_ratio(self) -> float:
         return self._share(Status.SUPERSEDED)
 
@@ -256,8 +270,11 @@ class SweepSummary:
         no_store = not self.chunks_loaded and not self.from_verdicts
         waived = "no chunk was loaded" if no_store and gate.allow_empty else None
         missing = GateLine(MISSING, self.missing_ratio, gate.missing_above, waived)
+        # --allow-empty passes a sweep that read nothing valid: its invalid line waits too
+        nothing_valid = "nothing valid was read" if not self.valid and gate.allow_empty else None
+        invalid = GateLine(INVALID, self.invalid_ratio, gate.invalid_above, nothing_valid)
         empty = None if gate.allow_empty else self.missing_input()
-        return GateResult((drift, missing), empty)
+        return GateResult((drift, missing, invalid), empty)
 
     def passed(self, gate: Gate) -> bool:
         return self.judge(gate).passed
