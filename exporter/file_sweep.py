@@ -70,6 +70,7 @@ def load_store(
                 summary.invalid_chunks(1, [f"{source.where(number)}: {message}"])
     require_complete(source)
     summary.store_loaded(store.chunk_count, store.document_count)
+    summary.store_read(store.chunkers(), datetime.now(UTC))
     return store
 
 
