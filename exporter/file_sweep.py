@@ -31,6 +31,7 @@ from exporter.entailment.drawing import Drawing, PackedCandidate
 from exporter.entailment.sampling import StratifiedSample, Stratum
 from exporter.files.jsonl import OutputError
 from exporter.outputs.verdicts import verdict_json
+from exporter.pipeline.changes import Changes
 from exporter.pipeline.outcome import Origin
 from exporter.pipeline.summary import SweepSummary
 from exporter.pipeline.sweep import SweepBatch, SweepStep
@@ -70,6 +71,7 @@ def load_store(
                 summary.invalid_chunks(1, [f"{source.where(number)}: {message}"])
     require_complete(source)
     summary.store_loaded(store.chunk_count, store.document_count)
+    summary.store_read(store.chunkers(), datetime.now(UTC))
     return store
 
 
@@ -85,6 +87,7 @@ class _Job:
     now: datetime | None  # sampling for the entailment judge: the age bands' "now"
     seed: int = 0  # and the sample's seed
     capacity: int = 0  # and the candidates it keeps per stratum
+    compare: bool = False  # return each verdict's id and status, for comparing with --previous
 
 
 _job: _Job | None = None
@@ -99,6 +102,8 @@ class _Checked:
     verdicts: bytes
     coverage: bytes
     batch: SweepBatch
+    # each citation verdict's id, status and source, when the sweep compares with an earlier one
+    ids: list[tuple[str | None, Status, str | None]]
 
 
 def _set_job(job: _Job) -> None:
@@ -123,8 +128,13 @@ def _check_batch(
     batch = SweepBatch(thresholds or {})
     verdicts: list[bytes] = []
     coverage: list[bytes] = []
+    ids: list[tuple[str | None, Status, str | None]] = []
     for number, line in lines:
         outcome = step.record(batch, line, Origin(source.name, 0, number), source.where(number))
+        if job.compare:
+            ids += (
+                (c.verdict.citation_id, c.verdict.status, c.verdict.source) for c in outcome.checked
+            )
         if job.write_verdicts:
             for checked in outcome.checked:
                 verdict = checked.verdict
@@ -137,7 +147,7 @@ def _check_batch(
                     coverage.append(verdict_json(result, line=number))
             elif job.write_verdicts:
                 verdicts.append(verdict_json(result, line=number))
-    return _Checked(b"".join(verdicts), b"".join(coverage), batch)
+    return _Checked(b"".join(verdicts), b"".join(coverage), batch, ids)
 
 
 _Batch = list[tuple[int, bytes | Oversized]]
@@ -213,11 +223,13 @@ def run_sweep(
     jobs: int = 1,
     sample: StratifiedSample[PackedCandidate] | None = None,
     now: datetime | None = None,
+    changes: Changes | None = None,
 ) -> SweepSummary:
     """Check every citation of ``citations``; write verdicts to ``out`` and coverage
     verdicts (one per answer event that carried sentences) to ``coverage_out`` when given;
     offer every judgeable citation to ``sample`` (in input order, whatever ``jobs``), its age
-    band read at ``now``, when given (the policy must keep judge inputs).
+    band read at ``now``, when given (the policy must keep judge inputs); compare every
+    verdict with an earlier sweep's in ``changes``, when given (here, in input order).
 
     ``progress`` is called after every batch with how far the source's read has come.
     Raises InputError (naming the source) when the citations cannot be read to their end.
@@ -234,6 +246,7 @@ def run_sweep(
         now if sample is not None else None,
         sample.seed if sample is not None else 0,
         sample.capacity if sample is not None else 0,
+        changes is not None,
     )
 
     def thresholds() -> dict[Stratum, int] | None:
@@ -253,6 +266,9 @@ def run_sweep(
             if coverage_out is not None:
                 _write(coverage_out, checked.coverage, "coverage verdicts", CoverageOutputError)
             summary.merge(checked.batch.summary)
+            if changes is not None:
+                for citation_id, status, source in checked.ids:
+                    changes.add(citation_id, status, source)
             if sample is not None:
                 sample.add(checked.batch.counts, checked.batch.candidates)
             consumed = citations.consumed()

@@ -11,6 +11,7 @@ import random
 import re
 import tracemalloc
 from collections import Counter
+from datetime import UTC, datetime
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -31,8 +32,10 @@ from exporter.outputs.html_report import (
     render_report,
     report_view,
 )
+from exporter.outputs.previous import read_previous
 from exporter.outputs.shift_chart import chart_bars, shift_chart_svg
 from exporter.outputs.verdict_reader import JudgedRecords, verdict_from_record
+from exporter.pipeline.changes import Changes, PreviousVerdicts
 from exporter.pipeline.details import (
     EXAMPLES_PER_GROUP,
     MAX_SOURCES,
@@ -40,7 +43,7 @@ from exporter.pipeline.details import (
 )
 from exporter.pipeline.gate import Gate
 from exporter.pipeline.shifts import ShiftCluster, histogram, shift_clusters
-from exporter.pipeline.summary import SweepSummary
+from exporter.pipeline.summary import MAX_CHUNKERS, SweepSummary
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
 
@@ -667,3 +670,246 @@ def test_each_failing_section_says_what_to_do() -> None:
     assert "Roll the change back or re-cite them" in _between(page, "Unrepaired drift", "</p>")
     assert "roll the re-index back" in _between(page, 'id="missing-documents"', "</p>")
     assert "apply the repairs" in _between(page, "<h2>Shift of repaired drift</h2>", "</p>")
+
+
+# -- the store's chunker fingerprint and when it was read --------------------------------------
+
+
+def test_the_page_shows_the_store_s_chunkers_and_when_it_was_read(
+    scenario: dict[str, Path], tmp_path: Path
+) -> None:
+    page, summary = _sweep_with_report(scenario, tmp_path)
+    chunkers = summary["chunkers"]
+    assert chunkers and sum(c["chunks"] for c in chunkers) == summary["chunks_loaded"]
+    assert summary["store_read_at"].endswith("Z")
+    store = _between(page.text, "Chunk store", "\n")
+    for chunker in chunkers:
+        assert f"{chunker['chunker']} ({chunker['chunks']:,} chunks)" in store
+    assert summary["store_read_at"][:16].replace("T", " ") in store
+
+
+def test_a_report_from_verdicts_shows_the_fingerprint_its_summary_recorded(
+    scenario: dict[str, Path], tmp_path: Path
+) -> None:
+    _, summary = _sweep_with_report(scenario, tmp_path)
+    verdicts, redrawn = str(tmp_path / "verdicts.jsonl.gz"), tmp_path / "redrawn.html"
+    assert main(["report", verdicts, "--out", str(redrawn)]) == 0
+    assert "chunker fingerprint not recorded" in Page(redrawn.read_text()).text
+    args = ["report", verdicts, "--summary", str(tmp_path / "summary.json")]
+    assert main([*args, "--out", str(redrawn)]) == 0
+    store = _between(Page(redrawn.read_text()).text, "Chunk store", "\n")
+    assert summary["chunkers"][0]["chunker"] in store and "not recorded" not in store
+    # a summary written before the fingerprint was recorded
+    old = {k: v for k, v in summary.items() if k not in ("chunkers", "store_read_at")}
+    (tmp_path / "old.json").write_bytes(orjson.dumps(old))
+    args = ["report", verdicts, "--summary", str(tmp_path / "old.json")]
+    assert main([*args, "--out", str(redrawn)]) == 0
+    assert "chunker fingerprint not recorded" in Page(redrawn.read_text()).text
+
+
+def test_many_chunkers_are_listed_a_few_and_counted_all() -> None:
+    summary = SweepSummary()
+    counts: Counter[str | None] = Counter({f"cut-{i}": 100 + i for i in range(30)})
+    counts[None] = 7
+    summary.store_read(counts, datetime(2026, 6, 1, 12, 30, tzinfo=UTC))
+    assert summary.chunkers is not None and len(summary.chunkers) == MAX_CHUNKERS
+    assert summary.chunkers[0] == ("cut-29", 129)
+    listed = sum(count for _, count in summary.chunkers)
+    assert listed + summary.chunkers_unlisted == sum(counts.values())
+    text = Page(render_report(summary, gate=None)).text
+    assert "2026-06-01 12:30:00 UTC" in text and "cut-29 (129 chunks)" in text
+    assert f"{summary.chunkers_unlisted:,} chunks of further chunkers" in text
+
+
+# -- what changed since the previous sweep ------------------------------------------------------
+
+FAILING_NAMES = ("drift_unrepaired", "document_missing", "drift_repaired", "superseded")
+
+
+def _statuses_by_id(path: Path) -> dict[str, str]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as lines:
+        records = [orjson.loads(line) for line in lines]
+    return {r["citation_id"]: r["status"] for r in records if "check" not in r}
+
+
+def _expected_changes(before: dict[str, str], now: dict[str, str]) -> dict[str, dict[str, int]]:
+    """The table by status, counted the plain way: both runs whole in dicts."""
+    rows = {}
+    for status in FAILING_NAMES:
+        was = {i for i, s in before.items() if s == status}
+        is_ = {i for i, s in now.items() if s == status}
+        rows[status] = {
+            "previous": len(was),
+            "now": len(is_),
+            "new": sum(1 for i in is_ if before.get(i) not in FAILING_NAMES),
+            "still": len(was & is_),
+            "fixed": sum(1 for i in was if now.get(i) == "ok"),
+            "gone": len(was - now.keys()),
+        }
+    return rows
+
+
+def _previous_of(verdicts: Path, tmp_path: Path) -> Path:
+    """An earlier sweep's verdicts made from these: some fixed since, some newly failing, some
+    moved, and some citations of its own that this run does not have."""
+    previous = tmp_path / "previous.jsonl.gz"
+    with gzip.open(verdicts, "rb") as lines, gzip.open(previous, "wb") as out:
+        for number, line in enumerate(lines):
+            record = orjson.loads(line)
+            if "check" not in record and number % 7 == 0:
+                record["status"] = "ok" if record["status"] != "ok" else "drift_unrepaired"
+                record.update(action="keep", reason=None, repair=None)
+            if "check" not in record and number % 11 == 0 and record["status"] == "drift_repaired":
+                record.update(status="superseded", repair=None)
+            if number % 13 == 0:
+                continue  # not in the earlier sweep: new to this one
+            out.write(orjson.dumps(record) + b"\n")
+        for i in range(25):  # gone from this one
+            gone = {**GOOD, "citation_id": f"gone-{i}", "status": "document_missing"}
+            out.write(orjson.dumps({**gone, "action": "degrade_to_document"}) + b"\n")
+    return previous
+
+
+def _changes_table(html: str) -> dict[str, dict[str, int]]:
+    """The page's table of changes by status, each row's numbers by column."""
+    table = _between(html, '<table id="changes-by-status">', "</table>")
+    names = ["previous", "now", "new", "fixed", "still", "moved_in", "moved_out", "gone"]
+    rows = {}
+    for status, cells in re.findall(r'<tr id="change-(\w+)">(.*?)</tr>', table):
+        numbers = [int(n.replace(",", "")) for n in re.findall(r'class="n">([\d,]+)<', cells)]
+        rows[status] = dict(zip(names, numbers, strict=True))
+    return rows
+
+
+def test_the_report_says_what_changed_since_the_previous_sweep_s_verdicts(
+    scenario: dict[str, Path], tmp_path: Path
+) -> None:
+    _sweep_with_report(scenario, tmp_path)
+    verdicts = tmp_path / "verdicts.jsonl.gz"
+    previous = _previous_of(verdicts, tmp_path)
+    page = tmp_path / "changes.html"
+    assert main(["report", str(verdicts), "--previous", str(previous), "--out", str(page)]) == 0
+    html = page.read_text()
+    found = _changes_table(html)
+    expected = _expected_changes(_statuses_by_id(previous), _statuses_by_id(verdicts))
+    for status, row in expected.items():
+        assert {k: found[status][k] for k in row} == row, status
+        # every citation failing now came from somewhere, every one failing before went
+        moved = found[status]
+        assert moved["now"] == moved["new"] + moved["still"] + moved["moved_in"]
+        assert moved["previous"] == (
+            moved["still"] + moved["fixed"] + moved["moved_out"] + moved["gone"]
+        )
+    assert expected["document_missing"]["gone"] == 25
+    assert "Gone from this sweep, so neither fixed nor checked again: 25 document_missing" in (
+        Page(html).text
+    )
+    assert "drift_repaired \u2192 superseded" not in Page(html).text  # superseded then: back
+    assert "superseded \u2192 drift_repaired" in Page(html).text
+    # by source: the source's new, fixed and still failing add up to the statuses'
+    sources = _between(html, '<table id="changes-by-source">', "</table>")
+    cells = [int(n.replace(",", "")) for n in re.findall(r'class="n">([\d,]+)<', sources)]
+    assert sum(cells[0::3]) == sum(row["new"] for row in found.values())
+    assert sum(cells[1::3]) == sum(row["fixed"] for row in found.values())
+    # the section comes right after the verdict, before what readers see broken
+    assert html.index('id="verdict"') < html.index('id="changes"') < html.index('id="statuses"')
+
+
+def test_the_sweep_compares_with_the_previous_sweep_s_summary_by_count(
+    scenario: dict[str, Path], tmp_path: Path
+) -> None:
+    _, summary = _sweep_with_report(scenario, tmp_path)
+    earlier = {**summary, "statuses": {**summary["statuses"], "drift_unrepaired": 1}}
+    previous = tmp_path / "monday.json"
+    previous.write_text(orjson.dumps(earlier, option=orjson.OPT_INDENT_2).decode())  # as jq . does
+    page = tmp_path / "again.html"
+    args = ["sweep", "--chunks", str(scenario["chunks"]), "--citations", str(scenario["citations"])]
+    args += ["--no-progress", "--judge-sample", "0", "--fail-above", "0.5", "--format", "json"]
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main([*args, "--report", str(page), "--previous", str(previous)]) == 0
+    html = page.read_text()
+    note = Page(_between(html, 'id="changes-by-count"', "</p>")).text
+    assert "only how each count changed is shown" in note
+    table = _between(html, '<table id="changes-by-status">', "</table>")
+    unrepaired = summary["statuses"]["drift_unrepaired"]
+    row = _between(table, 'id="change-drift_unrepaired"', "</tr>")
+    assert ">1<" in row and f">{unrepaired:,}<" in row and f">{unrepaired - 1:+,}<" in row
+    assert 'id="change-ok"' in table and "changes-by-source" not in html
+
+
+ONE_VERDICT = b'{"citation_id": "c", "status": "ok", "action": "keep"}\n'
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (b'{"citation_id": "c", "status": "ok", "action": "keep"}\n{"citation_id": "d"\n', ":2: "),
+        (
+            b'{"citation_id": "c", "status": "ok", "action": "keep"}\n\n[1, 2]\n',
+            ":3: not a verdict",
+        ),
+        (b"citation_id,status\nc,ok\n", ":1: not valid JSON"),
+        (b"", "empty"),
+        (b'{"statuses": {"ok": -1}}\n', ":1: 'statuses.ok' is not a count"),
+        (b'{"statuses": {"ok": 1}}\n{"statuses": {"ok": 1}}\n', ":2: a sweep summary is one"),
+        (b'{\n "statuses": {"ok": 1}\n', "not valid JSON"),
+    ],
+)
+def test_a_bad_previous_file_is_one_line_naming_it_before_any_work(
+    scenario: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    content: bytes,
+    says: str,
+) -> None:
+    previous = tmp_path / "previous.jsonl"
+    previous.write_bytes(content)
+    verdicts, page = tmp_path / "v.jsonl", tmp_path / "p.html"
+    args = ["sweep", "--chunks", str(scenario["chunks"]), "--citations", str(scenario["citations"])]
+    args += ["--no-progress", "--out", str(verdicts), "--report", str(page)]
+    assert _exit([*args, "--previous", str(previous)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert not verdicts.exists() and not page.exists(), "refused before the sweep"
+    assert error.count("\n") == 0 and f"--previous {previous}" in error and says in error
+    good = _write(tmp_path / "good.jsonl", [GOOD])
+    assert _exit(["report", str(good), "--previous", str(previous), "--out", str(page)]) == 2
+    assert says in capsys.readouterr().err and not page.exists()
+
+
+def test_previous_needs_the_report_and_is_explained_in_the_help(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert _exit(["sweep", "--example", "--previous", "x.jsonl"]) == 2
+    assert "--previous is compared with in the report" in capsys.readouterr().err
+    for command in ("sweep", "report"):
+        assert _exit([command, "--help"]) == 0
+        help_ = " ".join(capsys.readouterr().out.split())
+        assert "--previous FILE an earlier sweep to compare with" in help_
+        assert "--previous monday/verdicts.jsonl.gz" in help_
+
+
+def test_the_previous_sweep_s_verdicts_cost_an_entry_per_citation(tmp_path: Path) -> None:
+    """What --previous keeps of a verdict file: each citation's id and a small code, and
+    nothing per verdict of this run (the figure the help and the docs give)."""
+    path = tmp_path / "previous.jsonl.gz"
+    count = 100_000
+    with gzip.open(path, "wb", compresslevel=1) as out:
+        for i in range(count):
+            record = {**GOOD, "citation_id": f"cit-{i:07d}", "evidence": {"quote": "q" * 300}}
+            out.write(orjson.dumps(record) + b"\n")
+    tracemalloc.start()
+    try:
+        previous = read_previous(str(path))
+        kept, _ = tracemalloc.get_traced_memory()
+        assert isinstance(previous, PreviousVerdicts)
+        changes = Changes(previous)
+        for i in range(count):
+            changes.add(f"cit-{i:07d}", Status.DRIFT_REPAIRED, "s")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(previous.ids) == count
+    assert kept / count < 130, f"{kept / count:.0f} bytes a citation"
+    assert peak / count < 160, f"{peak / count:.0f} bytes a citation at the peak"
+    assert changes.rows()[2]["new"] == count  # drift_repaired now, ok before

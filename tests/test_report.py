@@ -78,3 +78,25 @@ def test_empty_sweep_reports_zero_ratios() -> None:
     assert "no chunk was loaded" in summary_text(summary, Gate())
     summary.chunks_loaded = 10
     assert "no valid citations were read" in summary_text(summary, Gate())
+
+
+def test_the_summary_records_the_store_s_chunkers_and_when_it_was_read() -> None:
+    from datetime import UTC, datetime
+
+    from exporter.checks.store import ChunkStore
+    from exporter.records.schema import Chunk
+
+    store = ChunkStore()
+    for i, chunker in enumerate(["cut-v2", "cut-v2", "cut-v1", None]):
+        store.apply(Chunk("d", "v1", f"d#{i}", "text", i, None, None, chunker))
+    store.apply(Chunk("d", "v1", "d#2", "text", 2, None, None, "cut-v2"))  # re-cut: last wins
+    summary = SweepSummary()
+    assert summary_json(summary, Gate())["chunkers"] is None  # not recorded
+    summary.store_read(store.chunkers(), datetime(2026, 6, 1, 8, 0, 5, tzinfo=UTC))
+    report = summary_json(summary, Gate())
+    assert report["chunkers"] == [
+        {"chunker": "cut-v2", "chunks": 3},
+        {"chunker": None, "chunks": 1},
+    ]
+    assert report["chunkers_unlisted"] == 0
+    assert report["store_read_at"] == "2026-06-01T08:00:05Z"

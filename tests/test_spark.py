@@ -43,7 +43,13 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 # A limit small enough for a test to write a line above it.
 LIMITS = Limits(max_message_bytes=65_536)
 # What a Spark sweep does not judge, and what differs between any two runs.
-NOT_COMPARED = ("coverage", "entailment", "elapsed_seconds", "citations_per_second")
+NOT_COMPARED = (
+    "coverage",
+    "entailment",
+    "elapsed_seconds",
+    "citations_per_second",
+    "store_read_at",
+)
 
 
 @pytest.fixture(scope="session")

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import sys
 from bisect import bisect_right
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 
 from exporter.checks.normalize import FoldedText, fold_with_map, refold
@@ -270,3 +270,8 @@ class ChunkStore:
     @property
     def document_count(self) -> int:
         return len(self._documents)
+
+    def chunkers(self) -> Counter[str | None]:
+        """Live chunks per ``chunker`` (the fingerprint a re-index changes; None: a record
+        that names none), counted when asked: a pass over the chunks, no upkeep per record."""
+        return Counter(chunk.chunker for chunk in self._chunks.values())

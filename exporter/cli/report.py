@@ -25,11 +25,13 @@ from exporter.files.jsonl import (
     read_lines,
 )
 from exporter.outputs.html_report import AuditAssumptions, render_report
+from exporter.outputs.previous import SweepFileError, read_previous, read_summary, store_from
 from exporter.outputs.verdict_reader import (
     JudgedRecords,
     add_coverage_record,
     verdict_from_record,
 )
+from exporter.pipeline.changes import Changes, PreviousSummary, PreviousVerdicts
 from exporter.pipeline.summary import SweepSummary
 from exporter.records.decode import InvalidJson, parse_json
 from exporter.records.limits import DEFAULT_LIMITS
@@ -38,6 +40,7 @@ __all__ = [
     "add_parser",
     "add_report_options",
     "audit_assumptions",
+    "previous_sweep",
     "read_verdicts",
     "run",
     "write_report",
@@ -53,7 +56,23 @@ examples:
 
   # or at once, during the sweep (the same page, with its live document counts)
   citation-exporter sweep --example --report sweep.html
+
+  # what changed since Monday's sweep: new failures, fixed, still failing (by citation
+  # from its verdict file; from its summary JSON, only how each status's count changed)
+  citation-exporter report verdicts.jsonl.gz --summary sweep-summary.json \\
+      --previous monday/verdicts.jsonl.gz --out sweep.html
+  citation-exporter sweep --chunks chunks.jsonl.gz --citations citations.jsonl.gz \\
+      --report sweep.html --previous monday/sweep-summary.json
 """
+
+# The help of --previous, shared by report and sweep --report.
+PREVIOUS_HELP = (
+    "an earlier sweep to compare with: its verdict file (sweep --out; JSON Lines, gzip or "
+    "not), for new failures, fixed and still failing per status and source, citation by "
+    "citation; or its summary JSON (sweep --format json), for how each status's count "
+    "changed. Read whole before the sweep (a bad line is exit 2); a verdict file costs about "
+    "100 bytes of memory per citation (e.g. --previous monday/verdicts.jsonl.gz)"
+)
 
 
 def _fraction(text: str) -> float:
@@ -74,7 +93,9 @@ def _positive_number(text: str) -> float:
 
 
 def add_report_options(parser: argparse.ArgumentParser) -> None:
-    """The hand audit the page weighs the sweep against (the issue's defaults)."""
+    """The sweep the page compares with, and the hand audit it weighs the sweep against (the
+    issue's defaults)."""
+    parser.add_argument("--previous", metavar="FILE", help=PREVIOUS_HELP)
     audit = parser.add_argument_group(
         "the hand audit the report compares with (what a weekly review would read and catch)"
     )
@@ -107,6 +128,31 @@ def add_report_options(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="a reviewer's minutes for one citation (default: %(default)s)",
     )
+
+
+def previous_sweep(path: str | None) -> Changes | PreviousSummary | None:
+    """--previous read whole, before any work: a bad file is a usage error naming its line."""
+    if path is None:
+        return None
+    try:
+        previous = read_previous(path)
+    except SweepFileError as exc:
+        raise UsageError(f"--previous {exc}") from None
+    except InputError as exc:
+        raise UsageError(f"--previous: cannot read {exc}") from None
+    return Changes(previous) if isinstance(previous, PreviousVerdicts) else previous
+
+
+def _summary_file(path: str | None, summary: SweepSummary) -> None:
+    """--summary: what the sweep recorded of its store, into ``summary``."""
+    if path is None:
+        return
+    try:
+        store_from(path, read_summary(path), summary)
+    except SweepFileError as exc:
+        raise UsageError(f"--summary {exc}") from None
+    except InputError as exc:
+        raise UsageError(f"--summary: cannot read {exc}") from None
 
 
 def audit_assumptions(args: argparse.Namespace) -> AuditAssumptions:
@@ -156,6 +202,13 @@ def add_parser(commands: Any) -> None:
         "verdicts", nargs="+", metavar="FILE", help="verdict files (.jsonl, .jsonl.gz, - stdin)"
     )
     report.add_argument("--out", required=True, metavar="FILE", help="the HTML page to write")
+    report.add_argument(
+        "--summary",
+        metavar="FILE",
+        help="the sweep's summary JSON (sweep --format json > sweep-summary.json): the page "
+        "shows the chunk store's chunker fingerprint and when the store was read, which "
+        "verdict files do not carry (without it, or from an older sweep: not recorded)",
+    )
     report.add_argument("--title", default="Citation sweep report", help="the page's title")
     report.add_argument(
         "--allow-empty",
@@ -167,8 +220,14 @@ def add_parser(commands: Any) -> None:
     add_report_options(report)
 
 
-def read_verdicts(paths: list[str], summary: SweepSummary, judged: JudgedRecords) -> int:
-    """Every verdict of the files into ``summary``; returns how many lines were none."""
+def read_verdicts(
+    paths: list[str],
+    summary: SweepSummary,
+    judged: JudgedRecords,
+    changes: Changes | None = None,
+) -> int:
+    """Every verdict of the files into ``summary`` (and compared by ``changes``); returns how
+    many lines were none."""
     max_bytes = DEFAULT_LIMITS.max_message_bytes
     unreadable = 0
     for path in paths:
@@ -179,14 +238,20 @@ def read_verdicts(paths: list[str], summary: SweepSummary, judged: JudgedRecords
                     if not isinstance(line, bytes):
                         summary.note_error(f"{where}: {line.describe(max_bytes)}")
                         unreadable += 1
-                    elif not _take(line, where, summary, judged):
+                    elif not _take(line, where, summary, judged, changes):
                         unreadable += 1
         except InputError as exc:
             raise UsageError(f"cannot read {path}: {exc}") from None
     return unreadable
 
 
-def _take(line: bytes, where: str, summary: SweepSummary, judged: JudgedRecords) -> bool:
+def _take(
+    line: bytes,
+    where: str,
+    summary: SweepSummary,
+    judged: JudgedRecords,
+    changes: Changes | None,
+) -> bool:
     """One line into ``summary``; whether it was a verdict."""
     try:
         record = parse_json(line)
@@ -197,6 +262,8 @@ def _take(line: bytes, where: str, summary: SweepSummary, judged: JudgedRecords)
         else:
             verdict, evidence = verdict_from_record(record)
             summary.add(verdict, evidence)
+            if changes is not None:
+                changes.add(verdict.citation_id, verdict.status, verdict.source)
         return True
     except (InvalidJson, ValueError) as exc:
         summary.note_error(f"{where}: not a verdict: {exc}")
@@ -206,14 +273,18 @@ def _take(line: bytes, where: str, summary: SweepSummary, judged: JudgedRecords)
 def run(args: argparse.Namespace) -> int:
     assumptions = audit_assumptions(args)
     gate = gate_from(args)
-    refuse_unwritable("--out", args.out, args.verdicts)
+    inputs = [*args.verdicts, *(p for p in (args.summary, args.previous) if p)]
+    refuse_unwritable("--out", args.out, inputs)
     summary, judged = SweepSummary(from_verdicts=True), JudgedRecords()
-    unreadable = read_verdicts(args.verdicts, summary, judged)
+    _summary_file(args.summary, summary)
+    previous = previous_sweep(args.previous)
+    changes = previous if isinstance(previous, Changes) else None
+    unreadable = read_verdicts(args.verdicts, summary, judged, changes)
     write_report(
         "--out",
         args.out,
         summary,
-        args.verdicts,
+        inputs,
         ", ".join(args.verdicts),
         gate=gate,
         assumptions=assumptions,
@@ -221,6 +292,8 @@ def run(args: argparse.Namespace) -> int:
         from_verdicts=True,
         unreadable=unreadable,
         judged=judged.to_json(),
+        previous=previous,
+        previous_name=args.previous or "",
     )
     print(
         f"{args.out}: {summary.citations:,} verdicts, drift ratio {summary.drift_ratio:.2%}"

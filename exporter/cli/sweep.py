@@ -39,6 +39,7 @@ from exporter.cli.common import (
 from exporter.cli.report import (
     add_report_options,
     audit_assumptions,
+    previous_sweep,
     write_report,
 )
 from exporter.defaults import DEFAULT_HIGH_SEVERITY_TOPICS, DEFAULT_THRESHOLD
@@ -54,6 +55,7 @@ from exporter.files.jsonl import (
 )
 from exporter.memory import freeze_long_lived
 from exporter.outputs.verdicts import entailment_json
+from exporter.pipeline.changes import Changes, PreviousSummary
 from exporter.pipeline.summary import SweepSummary
 from exporter.records.decode import parse_json
 from exporter.sources import RecordSource
@@ -77,6 +79,11 @@ examples:
   CITATION_EXPORTER_JUDGE_API_KEY=... citation-exporter sweep --chunks chunks.jsonl \\
       --citations answers.jsonl --judge openai --judge-base-url http://127.0.0.1:8000/v1 \\
       --judge-model qwen2.5-7b-instruct --judge-budget-usd 2 --judge-out judged.jsonl
+
+  # the page of the sweep, with what changed since Monday's (its verdicts compare
+  # citation by citation; its summary JSON, only the counts per status)
+  citation-exporter sweep --chunks chunks.jsonl.gz --citations citations.jsonl.gz \\
+      --out verdicts.jsonl.gz --report sweep.html --previous monday/verdicts.jsonl.gz
 
   # the same as a JSON summary, for a CI step to parse
   citation-exporter sweep --chunks chunks.jsonl --citations - --format json < answers.jsonl
@@ -132,7 +139,8 @@ def add_parser(commands: Any) -> None:
         "--report",
         metavar="FILE",
         help="write the sweep's HTML report here: one self-contained page (no script, nothing "
-        "fetched) with the gate's verdict, counts per status, reason and source, the shift "
+        "fetched) with the gate's verdict, the store's chunker fingerprint and when it was "
+        "read, what changed since --previous, counts per status, reason and source, the shift "
         "chart with its clusters and examples, superseded documents, coverage, entailment",
     )
     sweep.add_argument(
@@ -474,10 +482,30 @@ def _refuse_swapped(chunks: str, max_bytes: int) -> None:
         )
 
 
+def _previous(args: argparse.Namespace) -> Changes | PreviousSummary | None:
+    """--previous, read whole: the sweep it is compared with (in the report)."""
+    if args.previous and not args.report:
+        raise UsageError("--previous is compared with in the report: give --report FILE too")
+    return previous_sweep(args.previous)
+
+
+def _refuse_unused_outputs(args: argparse.Namespace, judging: SampleJudging | None) -> None:
+    """An output that nothing of this sweep would write is a mistake, said before the work."""
+    if args.no_coverage and args.coverage_out:
+        raise UsageError("--coverage-out needs coverage: drop --no-coverage")
+    if judging is None and args.judge_out:
+        raise UsageError(
+            "--judge-out needs a sample to judge: --judge-sample is 0 (by the flag, or "
+            "CITATION_EXPORTER_JUDGE_SWEEP_SAMPLE)"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     if args.engine == "spark":
         return _on_spark(args)
     _refuse_spark_options(args)
+    previous = _previous(args)  # read whole before any work: a bad one is exit 2
+    changes = previous if isinstance(previous, Changes) else None
     chunks, citations, workdir = sweep_inputs(args)
     limits, gate = limits_from(args), sweep_gate(args)
     classifier = _classifier(args.coverage_classifier)
@@ -491,13 +519,7 @@ def run(args: argparse.Namespace) -> int:
     sample: StratifiedSample[PackedCandidate] | None = (
         None if judging is None else StratifiedSample(judging.size, judging.seed)
     )
-    if args.no_coverage and args.coverage_out:
-        raise UsageError("--coverage-out needs coverage: drop --no-coverage")
-    if judging is None and args.judge_out:
-        raise UsageError(
-            "--judge-out needs a sample to judge: --judge-sample is 0 (by the flag, or "
-            "CITATION_EXPORTER_JUDGE_SWEEP_SAMPLE)"
-        )
+    _refuse_unused_outputs(args, judging)
     jobs = _jobs(args.jobs)
     audit = audit_assumptions(args)  # refused before the sweep, not after it
     summary = SweepSummary(coverage_judged=not args.no_coverage)
@@ -536,6 +558,7 @@ def run(args: argparse.Namespace) -> int:
                     jobs=jobs,
                     sample=sample,
                     now=args.now,
+                    changes=changes,
                 )
         except BrokenProcessPool:
             raise UsageError(
@@ -563,6 +586,8 @@ def run(args: argparse.Namespace) -> int:
                 label,
                 gate=gate,
                 assumptions=audit,
+                previous=previous,
+                previous_name=args.previous or "",
             )
     print_summary(args, summary, gate)
     missing = summary.missing_input()

@@ -40,6 +40,7 @@ __all__ = ["run"]
 _DEFAULT_MASTER = "local[*]"
 _IN_PROCESS_ONLY = (
     ("--report", "report"),  # on Spark: write --out, then `citation-exporter report` on it
+    ("--previous", "previous"),  # and `citation-exporter report --previous`
     ("--coverage-out", "coverage_out"),
     ("--judge-out", "judge_out"),
     ("--judge", "judge"),

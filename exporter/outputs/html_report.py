@@ -25,6 +25,7 @@ from exporter.checks.normalize import fold
 from exporter.checks.verdict import Status
 from exporter.entailment.report import entailment_json
 from exporter.outputs.shift_chart import chart_bars, cluster_letter, shift_chart_svg
+from exporter.pipeline.changes import Changes, PreviousSummary
 from exporter.pipeline.details import NO_SOURCE, Example
 from exporter.pipeline.gate import DRIFT, INVALID, MISSING, UNREPAIRED, Gate, GateResult
 from exporter.pipeline.shifts import ShiftCluster, shift_bucket, shift_clusters
@@ -279,6 +280,39 @@ def _gate_lines(summary: SweepSummary, result: GateResult) -> list[dict[str, Any
     ]
 
 
+def _store(summary: SweepSummary) -> dict[str, Any] | None:
+    """The store's chunker fingerprint and read time (None: not recorded)."""
+    if summary.chunkers is None or summary.store_read_at is None:
+        return None
+    return {
+        "read_at": summary.store_read_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "chunkers": [{"chunker": name, "chunks": count} for name, count in summary.chunkers],
+        "unlisted": summary.chunkers_unlisted,
+    }
+
+
+def _changes(
+    summary: SweepSummary, previous: Changes | PreviousSummary | None, name: str
+) -> dict[str, Any] | None:
+    """What changed since the previous sweep: by citation from its verdicts, by count from
+    its summary."""
+    if previous is None:
+        return None
+    if isinstance(previous, PreviousSummary):
+        return {"name": name, "by_citation": False, "rows": previous.rows(summary.statuses)}
+    rows = previous.rows()
+    return {
+        "name": name,
+        "by_citation": True,
+        "rows": rows,
+        "moved": previous.moved(),
+        "sources": previous.sources()[:_SOURCES_SHOWN],
+        "sources_total": len(previous.by_source),
+        "totals": previous.totals(),
+        "gone": [(row["status"], row["gone"]) for row in rows if row["gone"]],
+    }
+
+
 def report_view(
     summary: SweepSummary,
     *,
@@ -290,11 +324,14 @@ def report_view(
     from_verdicts: bool = False,
     unreadable: int = 0,
     judged: dict[str, Any] | None = None,
+    previous: Changes | PreviousSummary | None = None,
+    previous_name: str = "",
 ) -> dict[str, Any]:
     """Everything the page shows, as numbers and texts (the template only lays them out).
     ``from_verdicts``: drawn from verdict files (no store: no document counts, and no
     missing-input verdict); ``unreadable`` of their lines were no verdicts; ``judged``, the
-    judged sample counted from them (see JudgedRecords), when the summary has none."""
+    judged sample counted from them (see JudgedRecords), when the summary has none;
+    ``previous``, the sweep before (read from ``previous_name``) this one is compared with."""
     result = None if gate is None else summary.judge(gate)
     clusters = shift_clusters(summary.shifts)
     bars = chart_bars(summary.shifts, clusters)
@@ -326,6 +363,8 @@ def report_view(
         "gate_lines": [] if result is None else _gate_lines(summary, result),
         "missing_input": None if from_verdicts else summary.missing_input(),
         "from_verdicts": from_verdicts,
+        "store": _store(summary),
+        "changes": _changes(summary, previous, previous_name),
         "unreadable": unreadable,
         "fail_above": None if gate is None else gate.drift_above,
         "drift_ratio": summary.drift_ratio,

@@ -7,6 +7,7 @@ systematic cause (a tight cluster) or many (scattered shifts).
 
 from __future__ import annotations
 
+from datetime import UTC
 from typing import Any
 
 from exporter.checks.coverage import COVERAGE
@@ -18,7 +19,7 @@ from exporter.pipeline.gate import DRIFT, INVALID, MISSING, UNREPAIRED, Gate, Ga
 from exporter.pipeline.shifts import histogram, shift_clusters
 from exporter.pipeline.summary import SweepSummary
 
-__all__ = ["summary_json", "summary_text"]
+__all__ = ["store_json", "summary_json", "summary_text"]
 
 _BAR_WIDTH = 40
 
@@ -71,6 +72,22 @@ def _check_lines(summary: SweepSummary) -> list[str]:
         else:
             lines += part.lines()
     return lines
+
+
+def store_json(summary: SweepSummary) -> dict[str, Any]:
+    """The store's chunker fingerprint and when it was read (null: not recorded), for a report
+    drawn later from the verdict files, which do not carry them."""
+    chunkers = summary.chunkers
+    read_at = summary.store_read_at
+    return {
+        "chunkers": None
+        if chunkers is None
+        else [{"chunker": name, "chunks": count} for name, count in chunkers],
+        "chunkers_unlisted": summary.chunkers_unlisted,
+        "store_read_at": None
+        if read_at is None
+        else read_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
 
 
 def summary_json(summary: SweepSummary, gate: Gate) -> dict[str, Any]:
@@ -131,6 +148,7 @@ def summary_json(summary: SweepSummary, gate: Gate) -> dict[str, Any]:
         "entailment": None if summary.entailment is None else entailment_json(summary.entailment),
         "chunks_loaded": summary.chunks_loaded,
         "documents_loaded": summary.documents_loaded,
+        **store_json(summary),
         "invalid_chunk_records": summary.invalid_chunk_records,
         "errors": summary.errors,
         "elapsed_seconds": round(summary.elapsed_seconds, 3),

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import cast
 
 from exporter.checks.coverage import COVERAGE, CoverageSummary
@@ -31,9 +32,11 @@ from exporter.pipeline.gate import (
 )
 from exporter.pipeline.outcome import Outcome
 
-__all__ = ["EXAMPLE_CITATION", "SweepSummary"]
+__all__ = ["EXAMPLE_CITATION", "MAX_CHUNKERS", "SweepSummary"]
 
 _MAX_ERRORS_KEPT = 20
+# chunkers of the store listed by name, the most chunks first; further ones only counted
+MAX_CHUNKERS = 10
 # One line of a citations file, as the error of a file with none shows it (a test decodes it).
 EXAMPLE_CITATION = (
     '{"citation_id": "c1", "answer_id": "a1", "doc_id": "refunds", "doc_version": "v3", '
@@ -70,6 +73,11 @@ class SweepSummary:
     chunks_loaded: int = 0
     documents_loaded: int = 0
     elapsed_seconds: float = 0.0
+    # the live store's chunkers (its chunker fingerprint) with their chunks, the most first,
+    # and when it was read: None when not recorded (a summary read back from an older sweep)
+    chunkers: list[tuple[str | None, int]] | None = None
+    chunkers_unlisted: int = 0  # chunks of further chunkers, past MAX_CHUNKERS
+    store_read_at: datetime | None = None
     # counted from verdict files (citation-exporter report): no chunk store was read
     from_verdicts: bool = False
     # per source, superseded documents and drift examples, for the HTML report
@@ -164,6 +172,19 @@ class SweepSummary:
         """What the live store held once loaded, for the summary's first line."""
         self.chunks_loaded = chunks
         self.documents_loaded = documents
+
+    def store_read(
+        self, chunkers: Mapping[str | None, int], at: datetime, chunks: int | None = None
+    ) -> None:
+        """The store's chunkers (chunks per chunker; ``chunks`` in all, when ``chunkers`` are
+        only the largest) and when it was read, for the report."""
+        ranked = sorted(
+            chunkers.items(), key=lambda item: (-item[1], item[0] is None, item[0] or "")
+        )
+        self.chunkers = ranked[:MAX_CHUNKERS]
+        total = sum(chunkers.values()) if chunks is None else chunks
+        self.chunkers_unlisted = total - sum(count for _, count in self.chunkers)
+        self.store_read_at = at
 
     def took(self, seconds: float) -> None:
         """Time spent sweeping (added: a sweep may be timed in parts)."""
