@@ -222,3 +222,17 @@ def test_allow_empty_waits_the_invalid_line_when_nothing_valid_was_read() -> Non
     result = summary.judge(Gate(allow_empty=True))
     assert result.passed, result.why()
     assert not summary.judge(Gate(allow_empty=False)).passed
+
+
+def test_report_says_which_line_failed_its_gate(
+    lost: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found by a new user: `report --fail-above 1%` exited 1 and said only the drift ratio."""
+    verdicts = tmp_path / "verdicts.jsonl"
+    sweep_json(lost, capsys, "--out", str(verdicts))
+    page = str(tmp_path / "report.html")
+    assert main(["report", str(verdicts), "--out", page, "--fail-above", "1%"]) == 1
+    said = capsys.readouterr().err.splitlines()
+    assert said[-1].startswith("gate: FAIL (missing documents ") and "above 1.00%" in said[-1]
+    assert main(["report", str(verdicts), "--out", page, "--fail-above", "50%"]) == 0
+    assert capsys.readouterr().err.splitlines()[-1] == "gate: PASS"

@@ -913,3 +913,75 @@ def test_the_previous_sweep_s_verdicts_cost_an_entry_per_citation(tmp_path: Path
     assert kept / count < 130, f"{kept / count:.0f} bytes a citation"
     assert peak / count < 160, f"{peak / count:.0f} bytes a citation at the peak"
     assert changes.rows()[2]["new"] == count  # drift_repaired now, ok before
+
+
+def test_a_small_archive_is_audited_whole_and_counted_in_the_singular(tmp_path: Path) -> None:
+    """Found by a new user: 20 citations, and the hand audit 'read' 130 and expected 62 of them
+    drifted; '1 live documents', '1 answers judged'."""
+    chunks, citations, page = tmp_path / "c.jsonl", tmp_path / "a.jsonl", tmp_path / "r.html"
+    chunks.write_text(
+        '{"doc_id": "d", "doc_version": "1", "chunk_id": "d#0", "text": "Refunds take a week."}\n'
+    )
+
+    def citation(number: int, start: int) -> dict[str, Any]:
+        return {
+            "citation_id": f"c-{number}",
+            "doc_id": "d",
+            "doc_version": "1",
+            "chunk_id": "d#0",
+            "chunk_span": [start, start + 19],
+            "quote": "Refunds take a week",
+            "sentence_index": 0,
+        }
+
+    event = {"answer_id": "a", "sentences": ["Refunds take a week."]}
+    answer = orjson.dumps({**event, "citations": [citation(1, 0), citation(2, 1)]}).decode() + "\n"
+    citations.write_text(answer)
+    args = ["sweep", "--chunks", str(chunks), "--citations", str(citations)]
+    assert main([*args, "--report", str(page), "--no-progress"]) == 1
+    text = Page(page.read_text(encoding="utf-8")).text
+    assert "1 live document (1 chunk)" in text and "1 answer judged" in text
+    audit = _between(text, "A hand audit", "audit reads")
+    assert "the whole archive" in audit and "about 62" not in audit
+    assert "fewer than one week's audit reads" in text
+    assert "0 weeks" not in text
+
+
+def test_the_missing_documents_are_named_most_cited_first_and_bounded() -> None:
+    """Found by a new user: the page said one citation's document was gone, not which."""
+    from exporter.pipeline.details import MAX_MISSING_DOCUMENTS
+
+    def gone(doc_id: str) -> Verdict:
+        return Verdict(
+            citation_id=f"c-{doc_id}",
+            answer_id="a",
+            doc_id=doc_id,
+            status=Status.DOCUMENT_MISSING,
+            reason="document_missing",
+            action=Action.DROP_CITATION,
+        )
+
+    first, second = SweepSummary(), SweepSummary()
+    for verdict in [gone("faq"), gone("pricing"), gone("pricing")]:
+        first.add(verdict)
+    for i in range(MAX_MISSING_DOCUMENTS + 5):
+        second.add(gone(f"doc-{i:04d}"))
+    first.merge(second)
+    view = report_view(first, gate=Gate())
+    listed = view["missing_documents"]
+    assert listed[0] == ("pricing", 2) and ("faq", 1) in listed
+    assert len(listed) == MAX_MISSING_DOCUMENTS
+    assert view["missing_unlisted_citations"] == 7
+
+
+def test_the_page_names_each_missing_document(tmp_path: Path) -> None:
+    chunks, citations, page = tmp_path / "c.jsonl", tmp_path / "a.jsonl", tmp_path / "r.html"
+    chunks.write_text('{"doc_id": "d", "doc_version": "1", "chunk_id": "d#0", "text": "Kept."}\n')
+    citations.write_text(
+        '{"citation_id": "c-1", "answer_id": "a", "doc_id": "gone-faq", "doc_version": "1", '
+        '"chunk_id": "gone-faq#0", "chunk_span": [0, 4], "quote": "Kept"}\n'
+    )
+    args = ["sweep", "--chunks", str(chunks), "--citations", str(citations), "--no-progress"]
+    assert main([*args, "--report", str(page)]) == 1
+    listed = _between(Page(page.read_text(encoding="utf-8")).text, "Missing documents", "status")
+    assert "gone-faq" in listed

@@ -305,6 +305,9 @@ def run(args: argparse.Namespace) -> int:
             f"no valid verdict was read from {', '.join(args.verdicts)}: is it the right file? "
             "(the page says so; --allow-empty exits 0)"
         )
-    if gate is not None and not summary.passed(gate):
-        return EXIT_GATE_FAILED
-    return EXIT_OK
+    if gate is None:
+        return EXIT_OK
+    # exit 1 says the gate failed; this line says which of its lines (the sweep's summary does)
+    result = summary.judge(gate)
+    print(f"gate: {'PASS' if result.passed else f'FAIL ({result.why()})'}", file=sys.stderr)
+    return EXIT_OK if result.passed else EXIT_GATE_FAILED

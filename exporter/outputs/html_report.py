@@ -227,7 +227,10 @@ def expected_count(value: float) -> str:
 
 
 def _audit(summary: SweepSummary, assumptions: AuditAssumptions) -> dict[str, Any]:
-    read = assumptions.answers_per_week * assumptions.citations_per_answer
+    # a week's audit reads no more citations than the archive holds (a new user's archive of
+    # 20 once "read" 130 and expected 62 of them drifted)
+    planned = assumptions.answers_per_week * assumptions.citations_per_answer
+    read = min(planned, float(summary.valid))
     drifted = read * summary.drift_ratio
     return {
         "answers_per_week": assumptions.answers_per_week,
@@ -235,6 +238,7 @@ def _audit(summary: SweepSummary, assumptions: AuditAssumptions) -> dict[str, An
         "catch_rate": assumptions.catch_rate,
         "minutes_per_citation": assumptions.minutes_per_citation,
         "citations_read": read,
+        "whole_archive": read < planned,
         "drifted_read": drifted,
         "flagged": drifted * assumptions.catch_rate,
         "drifted_shown": expected_count(drifted),
@@ -429,6 +433,9 @@ def report_view(
             for doc_id, document in superseded
         ],
         "superseded_unlisted_citations": details.superseded_unlisted_citations,
+        # the most cited first: the documents whose restoring mends the most citations
+        "missing_documents": sorted(details.missing.items(), key=lambda item: (-item[1], item[0])),
+        "missing_unlisted_citations": details.missing_unlisted_citations,
         "coverage": summary.coverage.as_json() if summary.coverage.judged else None,
         "entailment": judged if summary.entailment is None else entailment_json(summary.entailment),
         "audit": _audit(summary, assumptions or AuditAssumptions()),

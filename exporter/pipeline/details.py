@@ -22,6 +22,7 @@ from exporter.pipeline.shifts import shift_bucket
 
 __all__ = [
     "EXAMPLES_PER_GROUP",
+    "MAX_MISSING_DOCUMENTS",
     "Example",
     "ReportDetails",
     "SupersededDocument",
@@ -35,6 +36,9 @@ OTHER_SOURCE = "other"
 NO_SOURCE = "(no source)"
 # superseded documents listed one by one; further ones only counted
 MAX_SUPERSEDED_DOCUMENTS = 200
+# documents gone from the store listed one by one (the first seen, in input order); further
+# ones only counted: "restore the documents" needs their names
+MAX_MISSING_DOCUMENTS = 200
 # versions of one document listed; a document cited at more versions only counts them
 MAX_VERSIONS_LISTED = 5
 
@@ -102,6 +106,9 @@ class ReportDetails:
     by_source: dict[str | None, Counter[str]] = field(default_factory=dict)
     superseded: dict[str, SupersededDocument] = field(default_factory=dict)
     superseded_unlisted_citations: int = 0  # of documents past MAX_SUPERSEDED_DOCUMENTS
+    # citations per document gone from the live store
+    missing: Counter[str] = field(default_factory=Counter)
+    missing_unlisted_citations: int = 0  # of documents past MAX_MISSING_DOCUMENTS
     examples: dict[str, list[Example]] = field(default_factory=dict)
 
     # A verdict's source is counted by SweepSummary.add, inline on the sweep's hot path:
@@ -113,6 +120,8 @@ class ReportDetails:
         status = verdict.status
         if status is Status.SUPERSEDED:
             self._supersede(verdict.doc_id or "", verdict.live_version, verdict.recorded_version)
+        elif status is Status.DOCUMENT_MISSING:
+            self._miss(verdict.doc_id or "")
         group = example_group(verdict)
         if group is not None:
             repair = verdict.repair
@@ -152,6 +161,12 @@ class ReportDetails:
             document = self.superseded[doc_id] = SupersededDocument(live)
         document.add(recorded, count)
 
+    def _miss(self, doc_id: str, count: int = 1) -> None:
+        if doc_id in self.missing or len(self.missing) < MAX_MISSING_DOCUMENTS:
+            self.missing[doc_id] += count
+        else:
+            self.missing_unlisted_citations += count
+
     def _offer(self, group: str, example: Example) -> None:
         kept = self.examples.setdefault(group, [])
         if len(kept) < EXAMPLES_PER_GROUP:
@@ -177,6 +192,9 @@ class ReportDetails:
             # citations of versions past MAX_VERSIONS_LISTED: counted, not listed
             listed.citations += document.citations - sum(document.recorded_versions.values())
         self.superseded_unlisted_citations += other.superseded_unlisted_citations
+        for doc_id, count in other.missing.items():
+            self._miss(doc_id, count)
+        self.missing_unlisted_citations += other.missing_unlisted_citations
         for group, examples in other.examples.items():
             for example in examples:
                 self._offer(group, example)
