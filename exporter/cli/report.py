@@ -309,5 +309,5 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     # exit 1 says the gate failed; this line says which of its lines (the sweep's summary does)
     result = summary.judge(gate)
-    print(f"gate: {'PASS' if result.passed else f'FAIL ({result.why()})'}", file=sys.stderr)
+    print(f"gate: {result.verdict()}", file=sys.stderr)
     return EXIT_OK if result.passed else EXIT_GATE_FAILED

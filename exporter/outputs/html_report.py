@@ -23,6 +23,7 @@ from rapidfuzz.distance import Indel
 from exporter import __version__
 from exporter.checks.normalize import fold
 from exporter.checks.verdict import Status
+from exporter.checks.wording import counted
 from exporter.entailment.report import entailment_json
 from exporter.outputs.shift_chart import chart_bars, cluster_letter, shift_chart_svg
 from exporter.pipeline.changes import Changes, PreviousSummary
@@ -94,7 +95,7 @@ def shown(value: object) -> object:
 
 
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
+    environment = jinja2.Environment(
         loader=jinja2.PackageLoader("exporter", "outputs/templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
@@ -102,6 +103,8 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
         finalize=shown,  # every {{ value }} of the page
     )
+    environment.globals["counted"] = counted  # "1 answer", "2,000 answers", as the summary says
+    return environment
 
 
 def explain_cluster(cluster: ShiftCluster, letter: str) -> str:

@@ -48,7 +48,7 @@ def _ratio_lines(summary: SweepSummary, gate: Gate | None) -> list[str]:
     ]
     if result is not None:
         missing = summary.missing_input()
-        verdict = "PASS" if result.passed else f"FAIL ({result.why()})"
+        verdict = result.verdict()
         if result.passed and missing is not None:
             verdict += f" ({missing})"
         lines += ["", f"  gate: {verdict}"]

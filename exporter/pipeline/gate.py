@@ -69,6 +69,10 @@ class GateResult:
     def crossed(self) -> tuple[GateLine, ...]:
         return tuple(line for line in self.lines if line.crossed)
 
+    def verdict(self) -> str:
+        """The gate's verdict as the summaries end with it: PASS, or FAIL and why."""
+        return "PASS" if self.passed else f"FAIL ({self.why()})"
+
     def why(self) -> str:
         """Which lines were crossed, in a few words (empty when it passed)."""
         reasons = [f"{line.name} {line.ratio:.2%} above {line.limit:.2%}" for line in self.crossed]
