@@ -854,6 +854,14 @@ ONE_VERDICT = b'{"citation_id": "c", "status": "ok", "action": "keep"}\n'
         (b'{"statuses": {"ok": -1}}\n', ":1: 'statuses.ok' is not a count"),
         (b'{"statuses": {"ok": 1}}\n{"statuses": {"ok": 1}}\n', ":2: a sweep summary is one"),
         (b'{\n "statuses": {"ok": 1}\n', "not valid JSON"),
+        # hostile: nested far beyond any reader, a summary spread over lines past its bound,
+        # and a gzip stream cut short
+        (b"[" * 100_000 + b"\n", ":1: "),
+        (
+            b'{\n "statuses": {"ok": 1},\n' + b' "pad": "' + b"x" * (17 << 20) + b'"\n}\n',
+            "--previous",
+        ),
+        (gzip.compress(ONE_VERDICT * 1000)[:-40], "--previous"),
     ],
 )
 def test_a_bad_previous_file_is_one_line_naming_it_before_any_work(
@@ -871,7 +879,8 @@ def test_a_bad_previous_file_is_one_line_naming_it_before_any_work(
     assert _exit([*args, "--previous", str(previous)]) == 2
     error = capsys.readouterr().err.strip()
     assert not verdicts.exists() and not page.exists(), "refused before the sweep"
-    assert error.count("\n") == 0 and f"--previous {previous}" in error and says in error
+    assert error.count("\n") == 0 and error.startswith("citation-exporter: error: --previous")
+    assert str(previous) in error and says in error
     good = _write(tmp_path / "good.jsonl", [GOOD])
     assert _exit(["report", str(good), "--previous", str(previous), "--out", str(page)]) == 2
     assert says in capsys.readouterr().err and not page.exists()

@@ -139,7 +139,7 @@ def previous_sweep(path: str | None) -> Changes | PreviousSummary | None:
     except SweepFileError as exc:
         raise UsageError(f"--previous {exc}") from None
     except InputError as exc:
-        raise UsageError(f"--previous: cannot read {exc}") from None
+        raise UsageError(f"--previous: cannot read {path}: {exc}") from None
     return Changes(previous) if isinstance(previous, PreviousVerdicts) else previous
 
 
@@ -152,7 +152,7 @@ def _summary_file(path: str | None, summary: SweepSummary) -> None:
     except SweepFileError as exc:
         raise UsageError(f"--summary {exc}") from None
     except InputError as exc:
-        raise UsageError(f"--summary: cannot read {exc}") from None
+        raise UsageError(f"--summary: cannot read {path}: {exc}") from None
 
 
 def audit_assumptions(args: argparse.Namespace) -> AuditAssumptions:
