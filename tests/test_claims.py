@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from labelled_sets import answer_scores, precision_recall
 
-from exporter.checks import claims
+from exporter.checks import claims, claims_model
 from exporter.checks.claims import (
     DEFAULT_CLASSIFIER,
     MAX_CHARS,
@@ -74,6 +74,9 @@ hybrid = HybridClassifier()
         "There are two ways to export: through the API or from **Settings > Data**.",
         "Welcome emails are sent within an hour of sign-up.",
         "**Exports expire after 7 days.**",
+        # what the assistant noted, flagged or confirmed in a "that" clause is stated
+        "I've noted that refunds take about a week.",
+        "I've flagged on the ticket that your card was charged twice.",
         # bare answers assert what was asked
         "Of course.",
         "Unfortunately not.",
@@ -259,6 +262,88 @@ def test_claims_in_other_languages_stay_claims(sentence: str) -> None:
     assert hybrid.classify(sentence) is CLAIM
 
 
+# Greetings, thanks and wishes in the languages answers mix in: the model knows too few of
+# their words to call them framing, so the rules must (each was flagged as an uncited claim).
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Bonne journée !",
+        "Bonsoir Claire, merci pour votre message.",
+        "Buona fortuna con il corso!",
+        "Grazie mille!",
+        "Bom dia Ana, obrigada pelo contato.",
+        "Boa sorte com a migração!",
+        "Hoi Sanne!",
+        "Fijne avond!",
+        "Met vriendelijke groet, Pieter",
+        "Dzień dobry Panie Tomaszu, thank you for your patience.",
+        "Miłego weekendu!",
+        "Merhaba Emre Bey, thanks for reaching out.",
+        "İyi akşamlar!",
+        "Namaskar, and welcome to the help desk.",
+        "Tack så mycket!",
+        "Lycka till med kursen!",
+        "Viel Erfolg mit dem neuen Team!",
+        "Kiitos!",
+    ],
+)
+@pytest.mark.parametrize("judge", [classifier, hybrid], ids=["rules", "hybrid"])
+def test_greetings_and_wishes_in_other_languages_are_framing(
+    judge: SentenceClassifier, sentence: str
+) -> None:
+    assert judge.classify(sentence) is FRAMING
+
+
+# ... while a claim that opens with a word of thanks stays one: "merci de noter que" is "please
+# note that", "tack vare", "dzięki" and "grazie a" are "thanks to" (the first was framing).
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Merci de noter que la garantie couvre deux ans.",
+        "Grazie alla nuova API, i report sono più veloci.",
+        "Tack vare den nya API:n är rapporterna snabbare.",
+        "Dzięki nowemu API raporty są szybsze.",
+        "Dank der neuen API sind die Berichte schneller.",
+        "Bonne nouvelle : le remboursement est automatique.",
+    ],
+)
+@pytest.mark.parametrize("judge", [classifier, hybrid], ids=["rules", "hybrid"])
+def test_a_claim_opening_with_thanks_in_another_language_stays_a_claim(
+    judge: SentenceClassifier, sentence: str
+) -> None:
+    assert judge.classify(sentence) is CLAIM
+
+
+# A ticket reference names a record; it is no figure a claim checks, so the model may call a
+# sentence around one framing ("I've noted it on INC-20817." was a claim for its digits).
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "I've added your screenshots to case CASE-48213.",
+        "I've passed your notes on to the team under ticket HR-5512.",
+    ],
+)
+def test_a_ticket_reference_is_no_figure(sentence: str) -> None:
+    assert hybrid.classify(sentence) is FRAMING
+
+
+@pytest.mark.parametrize(
+    ("sentence", "figure"),
+    [
+        ("Your reference is INC-77120.", False),
+        ("Logged as DSR-2025-0419.", False),
+        ("Ticket INC-4411 says refunds take 14 days.", True),
+        ("INC-4411 was fixed in release 3.2.", True),
+        ("Version v5.3 drops the old endpoint.", True),
+        ("The Q3 invoice is attached.", True),
+        ("It costs $ per seat.", True),
+        ("inc-4411 is closed.", True),
+    ],
+)
+def test_has_figure(sentence: str, figure: bool) -> None:
+    assert claims_model.has_figure(sentence) is figure
+
+
 # Found by a hostile review: hedged or apologetic claims with a figure were read as framing.
 @pytest.mark.parametrize(
     "sentence",
@@ -270,6 +355,7 @@ def test_claims_in_other_languages_stay_claims(sentence: str) -> None:
         "Good question: the fee is $25?",
         "Max upload: 2 GB?",
         "I'd say it costs £40.",
+        "I've noted on INC-20817 that refunds take 14 days.",
     ],
 )
 def test_a_sentence_with_a_figure_is_never_turned_into_framing(sentence: str) -> None:

@@ -255,12 +255,46 @@ _QUESTION_START = (
     r"right|or|and)\b"
 )
 
+# Greetings, thanks and wishes in the languages support answers mix in beside English and the
+# German and Spanish of the units below ("Olá Beatriz!", "Dzień dobry Pani Katarzyno, ...",
+# "Fijne dag!"): the model cannot call them framing (it knows too few of their words, and
+# claims in those languages must stay claims). Matched casefolded: "İyi" folds to "i̇yi".
+_FOREIGN_GREETINGS = (
+    r"salut|bonsoir|buongiorno|buonasera|salve|ol\u00e1|bom dia|boa (?:tarde|noite)|hoi|"
+    r"goedemorgen|goedemiddag|goedenavond|dzie\u0144 dobry|cze\u015b\u0107|witam|"
+    r"merhaba|selam|namaste|namaskar|hej|hei|moi|ahoj|sveiki|tere|szia|salam|shalom|"
+    r"xin ch\u00e0o|kia ora|servus|moin|gr\u00fc(?:\u00df|ss) gott|gr\u00fcezi"
+)
+_FOREIGN_THANKS = (
+    r"grazie(?: mille| tante)?|dank(?:e sch\u00f6n| je(?: wel)?| u(?: wel)?)|bedankt|"
+    r"dzi\u0119kuj\u0119(?: bardzo)?|dzi\u0119ki|te\u015fekk\u00fcr(?:ler| ederim)|"
+    r"sa\u011fol(?:un)?|dhanyavaa?d|shukriya|tack(?: s\u00e5 mycket)?|takk|kiitos|"
+    r"d\u011bkuji|terima kasih|arigat(?:o|ou|\u014d)(?: gozaimasu)?|cordiali saluti|"
+    r"distinti saluti|atenciosamente|abra\u00e7os?|(?:met )?vriendelijke groet(?:en)?|groetjes|"
+    r"pozdrawiam|sayg\u0131lar\u0131mla|mvh|hilsen|med v\u00e4nliga h\u00e4lsningar|"
+    r"bien cordialement|\u00e0 bient\u00f4t|tschau|ciao ciao|a presto|at\u00e9 logo|tot ziens"
+)
+_FOREIGN_WISHES = (
+    r"bonne (?:journ\u00e9e|soir\u00e9e|semaine|continuation|chance|fin de journ\u00e9e)|"
+    r"bon (?:courage|week-end|weekend|voyage)|buona (?:giornata|serata|fortuna|settimana)|"
+    r"buon (?:lavoro|viaggio|weekend)|in bocca al lupo|boa sorte|bom trabalho|"
+    r"bom fim de semana|boa viagem|fijne (?:dag|avond|week|reis)|veel (?:succes|plezier)|"
+    r"prettige dag|powodzenia|mi\u0142ego (?:dnia|wieczoru|weekendu|wyjazdu)|"
+    r"i\u0307?yi (?:g\u00fcnler|\u015fanslar|yolculuklar|ak\u015famlar)|kolay gelsin|"
+    r"ha en (?:bra|fin|trevlig) (?:dag|helg)|lycka till|ha det bra|"
+    r"hyv\u00e4\u00e4 p\u00e4iv\u00e4\u00e4|"
+    r"sch\u00f6nen (?:tag|abend)|viel (?:erfolg|spa\u00df|spass|gl\u00fcck)|gute reise|"
+    r"buen viaje|buena suerte|feliz d\u00eda"
+)
+
 # Framing units that may stand alone. Each must end at a clause boundary.
 _STRONG = [
     # greetings and welcomes
     r"(?:hi|hello|hey|hiya|howdy|greetings|good (?:morning|afternoon|evening|day)|morning|"
     r"afternoon|evening|hola|hallo|bonjour|ciao|guten (?:tag|morgen|abend)|buenos d\u00edas|"
-    r"buenas)(?: again)?(?: (?:mr|mrs|ms|mx|dr|prof|frau|herr|se\u00f1or|se\u00f1ora|sr|sra)"
+    r"buenas|"
+    + _FOREIGN_GREETINGS
+    + r")(?: again)?(?: (?:mr|mrs|ms|mx|dr|prof|frau|herr|se\u00f1or|se\u00f1ora|sr|sra)"
     r"\.?)?(?: [^\W\d_]+){0,2}",
     r"dear [^.,;:!?]{1,40}",
     r"welcome(?: aboard| back| on board| to the team)?",
@@ -328,7 +362,10 @@ _STRONG = [
     _I_HAVE + r" (?:just |already )?(?:asked|contacted|chased|reached out to|emailed|messaged|"
     r"pinged|informed|notified|marked|closed|resolved|reopened|"
     r"created|opened|raised|logged|filed|escalated|forwarded|"
-    r"passed|submitted|sent|noted|flagged|shared|made a note|reported|added a note)\b" + _C,
+    r"passed|submitted|sent|noted|flagged|shared|made a note|reported|added a note)\b"
+    # not a "that" clause: "I've noted that refunds take 14 days" states what was noted ("I've
+    # passed that on" is a pronoun)
+    r"(?![^.,;:!?]*\bthat (?!(?:on|down|to|with|for|up|along|over|in|and)\b))" + _C,
     r"i(?:'ll| will|'d| would| can| could|'m going to| am going to| want to| wanted to)"
     r"(?: be (?:happy|glad) to)?(?: also| now| just| quickly| gladly| first| then| briefly|"
     r" genuinely| really| honestly)?"
@@ -422,7 +459,17 @@ _STRONG = [
     r"mit freundlichen gr\u00fc(?:\u00df|ss)en|saludos|un saludo|atentamente|cordialement|"
     r"bien \u00e0 vous|"
     r"que tengas un buen d\u00eda|que disfrutes\b[^.,;:!?]*|suerte con [^.,;:!?]*|hth|"
-    r"lmk\b[^.,;:!?]*|obrigad[oa]|gracias|danke|merci)" + _C_PLAIN,
+    r"lmk\b[^.,;:!?]*|obrigad[oa]|gracias|danke)" + _C_PLAIN,
+    # thanks and wishes in more languages: a thank-you with no tail of its own ("Merci de
+    # noter que la garantie couvre deux ans." states the warranty), a wish with a short one
+    # ("Powodzenia z kursem!", "Veel succes with the course!")
+    r"(?:merci(?: beaucoup| bien)?(?: (?:pour|de votre|de ta|d'avoir)\b"
+    + _C_PLAIN
+    + r")?|"
+    + _FOREIGN_THANKS
+    + r"|(?:"
+    + _FOREIGN_WISHES
+    + r")(?: (?:with|for|on|in|z|ze|met|com|con|avec|mit|ile|en|na|med|i) [^.,;:!?\d]{1,40})?)",
     r"(?:yours (?:sincerely|truly|faithfully)|(?:with )?(?:kind|warm|warmest|best|kindest) "
     r"(?:regards|wishes)|(?:very )?best wishes)",
     r"have (?:fun|a (?:[^\W\d_]+ )?(?:day|week|weekend|evening|night|morning|afternoon|time|"

@@ -72,6 +72,20 @@ _FIGURE = re.compile(
 FEATURES = ("ends_colon", "ends_question", "has_digit")
 
 
+# A ticket or case reference ("INC-77120", "DSR-2025-0419"): digits that name a record, not a
+# figure a claim checks ("I've logged it as PRV-20817." is framing): upper-case letters, a
+# hyphen, digits. "v5.3", "Q3" and "14 days" stay figures, and a reference leaves any other
+# figure of the sentence one.
+_REFERENCE = re.compile(r"\b[A-Z]{2,8}(?:-[0-9]{2,10}){1,3}\b")
+
+
+def has_figure(sentence: str) -> bool:
+    """Whether ``sentence`` holds a digit or currency sign outside a ticket reference."""
+    if _FIGURE.search(sentence) is None:
+        return False
+    return _FIGURE.search(_REFERENCE.sub(" ", sentence)) is not None
+
+
 def words(sentence: str) -> list[str]:
     """The sentence's tokens: folded (NFC, ASCII quotes and dashes), lower-cased words and
     punctuation marks."""
@@ -124,7 +138,7 @@ class ClaimModel:
 
     def is_framing(self, sentence: str) -> bool:
         """Sure it is framing, on words it knows, and with no figure in it."""
-        if _FIGURE.search(sentence) is not None:
+        if has_figure(sentence):
             return False
         tokens = words(sentence)
         return (
