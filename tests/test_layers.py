@@ -37,6 +37,7 @@ ADAPTERS = (
     "exporter.demo",
     "exporter.files",
     "exporter.sources.jsonl",
+    "exporter.postgres",
     "exporter.entailment.openai",
     "exporter.entailment.labels",
     "exporter.entailment.background",

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import os
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack, closing, contextmanager, nullcontext
@@ -15,6 +16,11 @@ from tqdm import tqdm
 
 from exporter.checks.claims import DEFAULT_CLASSIFIER, SentenceClassifier, load_classifier
 from exporter.checks.store import ChunkStore
+from exporter.cli.chunk_source import (
+    add_chunk_store_arguments,
+    chunk_source,
+    refuse_chunk_store,
+)
 from exporter.cli.common import (
     EXIT_CODES,
     EXIT_GATE_FAILED,
@@ -58,7 +64,7 @@ from exporter.outputs.verdicts import entailment_json
 from exporter.pipeline.changes import Changes, PreviousSummary
 from exporter.pipeline.summary import SweepSummary
 from exporter.records.decode import parse_json
-from exporter.sources import RecordSource
+from exporter.sources import ChunkSource, RecordSource
 from exporter.sources.jsonl import JsonLines
 
 if TYPE_CHECKING:
@@ -122,7 +128,10 @@ def add_parser(commands: Any) -> None:
     )
     inputs = sweep.add_argument_group("inputs (.jsonl, .jsonl.gz, or - for stdin)")
     inputs.add_argument(
-        "--chunks", metavar="FILE", help="live chunk records; last per chunk_id wins"
+        "--chunks",
+        metavar="FILE|URI",
+        help="live chunk records; last per chunk_id wins; or a postgresql:// URI of the store "
+        "(with --chunks-layout or --chunks-query, below)",
     )
     inputs.add_argument(
         "--citations", metavar="FILE", help="citation records and answer events, mixed"
@@ -132,6 +141,7 @@ def add_parser(commands: Any) -> None:
         action="store_true",
         help="generate a built-in example scenario and sweep it (no files needed)",
     )
+    add_chunk_store_arguments(sweep)
     sweep.add_argument(
         "--out", metavar="FILE", help="write verdicts as JSONL here (.gz compresses, - is stdout)"
     )
@@ -435,6 +445,7 @@ def _refuse_spark_options(args: argparse.Namespace) -> None:
 
 def _on_spark(args: argparse.Namespace) -> int:
     """The sweep on Spark: PySpark is imported now, and only now."""
+    refuse_chunk_store(args, "--engine spark")
     try:
         from exporter.cli import sweep_spark  # noqa: PLC0415 - the optional spark extra
     except ImportError as exc:
@@ -500,13 +511,22 @@ def _refuse_unused_outputs(args: argparse.Namespace, judging: SampleJudging | No
         )
 
 
+def _inputs(
+    args: argparse.Namespace,
+) -> tuple[ChunkSource, str, tempfile.TemporaryDirectory[str] | None]:
+    """The chunk source, the citations and the example's directory (if any)."""
+    chunks, citations, workdir = sweep_inputs(args)
+    return (chunk_source(args) if workdir is None else JsonLines(chunks)), citations, workdir
+
+
 def run(args: argparse.Namespace) -> int:
     if args.engine == "spark":
         return _on_spark(args)
     _refuse_spark_options(args)
     previous = _previous(args)  # read whole before any work: a bad one is exit 2
     changes = previous if isinstance(previous, Changes) else None
-    chunks, citations, workdir = sweep_inputs(args)
+    store_source, citations, workdir = _inputs(args)
+    chunks = store_source.name  # a database without its password, from here on
     limits, gate = limits_from(args), sweep_gate(args)
     classifier = _classifier(args.coverage_classifier)
     # a judge the settings cannot make was refused with them, before the sweep
@@ -527,7 +547,7 @@ def run(args: argparse.Namespace) -> int:
         refuse_overwriting(args, chunks, citations)
         judge_out = outputs.enter_context(_judge_output(args.judge_out, (chunks, citations)))
         try:
-            store = load_store(JsonLines(chunks), summary, limits=limits)
+            store = load_store(store_source, summary, limits=limits)
         except InputError as exc:
             raise UsageError(f"cannot read --chunks {exc}") from None
         if not store.chunk_count and summary.invalid_chunk_records and not args.allow_empty:

@@ -1,0 +1,128 @@
+"""``--chunks`` as a file or as a database: the options that say where a store's chunks are.
+
+``--chunks FILE`` is JSON Lines; ``--chunks postgresql://...`` is the store read where it
+lives, in the layout ``--chunks-layout`` names or by ``--chunks-query``. psycopg (the
+``postgres`` extra) is imported only then.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from exporter.config.postgres import LAYOUTS, ChunkLayout, is_postgres_uri, redacted_uri
+from exporter.errors import SettingsError, UsageError
+from exporter.sources import ChunkSource
+from exporter.sources.jsonl import JsonLines
+
+__all__ = ["add_chunk_store_arguments", "chunk_source", "refuse_chunk_store"]
+
+_STORE_OPTIONS = (
+    ("--chunks-layout", "chunks_layout"),
+    ("--collection", "collection"),
+    ("--chunks-table", "chunks_table"),
+    ("--chunks-query", "chunks_query"),
+    ("--doc-id-key", "doc_id_key"),
+    ("--doc-version-key", "doc_version_key"),
+    ("--offset-key", "offset_key"),
+    ("--chunker-key", "chunker_key"),
+)
+
+
+def add_chunk_store_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of a chunk store in Postgres (docs/postgres.md)."""
+    group = parser.add_argument_group(
+        "a chunk store in Postgres (--chunks postgresql://USER@HOST:PORT/DB; the password from "
+        "PGPASSWORD, ~/.pgpass or PGPASSFILE, never printed; PG* variables and a service file "
+        "as libpq reads them)"
+    )
+    group.add_argument(
+        "--chunks-layout",
+        choices=[name for name in LAYOUTS if name != "query"],
+        help="the tables a library made: langchain (PGVector's langchain_pg_embedding, "
+        "--collection), langchain-v2 (PGVectorStore, --chunks-table), llamaindex "
+        "(PGVectorStore's data_<name>, --chunks-table; default data_llamaindex)",
+    )
+    group.add_argument(
+        "--collection",
+        metavar="NAME",
+        help="the LangChain collection whose chunks to read (default: langchain)",
+    )
+    group.add_argument("--chunks-table", metavar="[SCHEMA.]TABLE", help="the layout's table")
+    group.add_argument(
+        "--chunks-query",
+        metavar="SQL",
+        help="any other schema: a query returning columns named like the chunk record "
+        "(chunk_id, doc_id, doc_version, text, doc_offset, chunker, deleted), or one JSON "
+        "column holding it; run read-only",
+    )
+    group.add_argument(
+        "--doc-id-key",
+        metavar="KEY",
+        help="metadata key of the document id (default: source for LangChain, ref_doc_id for "
+        "LlamaIndex)",
+    )
+    group.add_argument(
+        "--doc-version-key",
+        metavar="KEY",
+        help="metadata key of the document's version (default: doc_version; neither library "
+        "writes one, and a row without it is a bad chunk record)",
+    )
+    group.add_argument(
+        "--offset-key",
+        metavar="KEY",
+        help="metadata key of the chunk's offset in its document (default: start_index for "
+        "LangChain, start_char_idx of _node_content for LlamaIndex)",
+    )
+    group.add_argument(
+        "--chunker-key", metavar="KEY", help="metadata key of the chunker (default: chunker)"
+    )
+
+
+def refuse_chunk_store(args: argparse.Namespace, why: str) -> None:
+    """A UsageError when ``--chunks`` names a database or a store option is given: for an
+    engine that reads files only (``why`` says which)."""
+    given = [option for option, name in _STORE_OPTIONS if getattr(args, name, None) is not None]
+    if (args.chunks and is_postgres_uri(args.chunks)) or given:
+        raise UsageError(
+            f"{why} reads JSON Lines files: sweep a store in Postgres with the local engine "
+            "(the default)"
+        )
+
+
+def chunk_source(args: argparse.Namespace) -> ChunkSource:
+    """The source ``--chunks`` names, with its layout checked (a UsageError says what is
+    wrong before anything is read)."""
+    chunks: str = args.chunks
+    given = [option for option, name in _STORE_OPTIONS if getattr(args, name, None) is not None]
+    if not is_postgres_uri(chunks):
+        if given:
+            raise UsageError(
+                f"{given[0]} is for a chunk store in Postgres: --chunks postgresql://..."
+            )
+        return JsonLines(chunks)
+    if args.chunks_layout is None and args.chunks_query is None:
+        raise UsageError(
+            f"--chunks {redacted_uri(chunks)} needs --chunks-layout "
+            f"({', '.join(name for name in LAYOUTS if name != 'query')}) or --chunks-query SQL"
+        )
+    try:
+        layout = ChunkLayout.of(
+            "query" if args.chunks_layout is None else args.chunks_layout,
+            collection=args.collection,
+            table=args.chunks_table,
+            query=args.chunks_query,
+            doc_id_key=args.doc_id_key,
+            doc_version_key=args.doc_version_key,
+            offset_key=args.offset_key,
+            chunker_key=args.chunker_key,
+        )
+    except SettingsError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        from exporter.postgres import PostgresChunks  # noqa: PLC0415 - the optional extra
+    except ImportError as exc:
+        raise UsageError(
+            "--chunks postgresql://... needs psycopg: pip install "
+            f"'citation-drift-exporter[postgres]' ({exc})"
+        ) from None
+    return PostgresChunks(chunks, layout)

@@ -1,0 +1,184 @@
+"""Where a chunk store in Postgres keeps what a chunk record holds: its layout.
+
+A team's chunks live in the tables its RAG library made: LangChain's ``PGVector``
+(``langchain_pg_embedding`` joined to ``langchain_pg_collection``), langchain-postgres' newer
+``PGVectorStore`` (a table of its own with ``langchain_id``, ``content`` and
+``langchain_metadata``), LlamaIndex's ``PGVectorStore`` (``data_<name>``), or anything else
+through a query of the team's own. A layout names the table and the metadata keys that hold
+the document id, version, offset and chunker; the defaults are what those libraries and their
+splitters write. Nothing here connects: :mod:`exporter.postgres` reads with it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from exporter.errors import SettingsError
+
+__all__ = [
+    "LAYOUTS",
+    "ChunkLayout",
+    "LayoutName",
+    "is_postgres_uri",
+    "redacted_uri",
+]
+
+LayoutName = Literal["langchain", "langchain-v2", "llamaindex", "query"]
+LAYOUTS: tuple[LayoutName, ...] = ("langchain", "langchain-v2", "llamaindex", "query")
+
+# What the libraries write, read from their source (docs/postgres.md says where):
+# LangChain's document loaders put the file in metadata["source"]; a splitter with
+# add_start_index=True puts the chunk's offset in "start_index" (-1 when it could not find the
+# chunk). LlamaIndex puts the document in "ref_doc_id" (the string "None" when there is none)
+# and the offsets in _node_content's "start_char_idx". Neither library has a version of a
+# document: "doc_version" is a key the team writes, and a row without it is a bad chunk record.
+DEFAULT_KEYS: dict[LayoutName, tuple[str, str, str]] = {
+    # (document id, offset, chunker)
+    "langchain": ("source", "start_index", "chunker"),
+    "langchain-v2": ("source", "start_index", "chunker"),
+    "llamaindex": ("ref_doc_id", "start_char_idx", "chunker"),
+    "query": ("", "", ""),
+}
+DEFAULT_VERSION_KEY = "doc_version"
+DEFAULT_COLLECTION = "langchain"
+DEFAULT_TABLES: dict[LayoutName, str | None] = {
+    "langchain": None,  # fixed: langchain_pg_embedding and langchain_pg_collection
+    "langchain-v2": None,  # PGVectorStore has no default table name: --chunks-table
+    "llamaindex": "data_llamaindex",
+    "query": None,
+}
+# A table name as a person types it: optionally schema-qualified, each part a plain identifier
+# (quoted identifiers with dots or quotes in them go through --chunks-query).
+_TABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_$]{0,62}(?:\.[A-Za-z_][A-Za-z0-9_$]{0,62})?")
+# A metadata key: anything printable but empty, bounded.
+MAX_KEY_CHARS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkLayout:
+    """Which rows are chunks, and which columns and metadata keys hold a chunk's fields."""
+
+    name: LayoutName = "langchain"
+    collection: str = DEFAULT_COLLECTION
+    table: str | None = None
+    query: str | None = None
+    doc_id_key: str = "source"
+    doc_version_key: str = DEFAULT_VERSION_KEY
+    offset_key: str = "start_index"
+    chunker_key: str = "chunker"
+
+    @classmethod
+    def of(
+        cls,
+        name: str,
+        *,
+        collection: str | None = None,
+        table: str | None = None,
+        query: str | None = None,
+        doc_id_key: str | None = None,
+        doc_version_key: str | None = None,
+        offset_key: str | None = None,
+        chunker_key: str | None = None,
+    ) -> ChunkLayout:
+        """The layout ``name`` with the options given (None: the layout's default), checked:
+        a SettingsError names the option that cannot work."""
+        if name not in LAYOUTS:
+            raise SettingsError(f"--chunks-layout {name!r}: expected one of {', '.join(LAYOUTS)}")
+        layout: LayoutName = name
+        if query is not None and layout != "query":
+            raise SettingsError(
+                f"--chunks-query is a layout of its own: drop --chunks-layout {name}"
+            )
+        if layout == "query" and not (query or "").strip():
+            raise SettingsError("--chunks-layout query needs --chunks-query SQL")
+        if collection is not None and layout != "langchain":
+            raise SettingsError(f"--collection is for --chunks-layout langchain, not {name}")
+        if table is not None and layout in ("langchain", "query"):
+            raise SettingsError(
+                f"--chunks-table is not for --chunks-layout {name}"
+                + (
+                    " (its tables are fixed: --collection picks the rows)"
+                    if name == "langchain"
+                    else ""
+                )
+            )
+        table = table if table is not None else DEFAULT_TABLES[layout]
+        if layout == "langchain-v2" and table is None:
+            raise SettingsError(
+                "--chunks-layout langchain-v2 needs --chunks-table (PGVectorStore's table has "
+                "no default name)"
+            )
+        if table is not None and _TABLE.fullmatch(table) is None:
+            raise SettingsError(
+                f"--chunks-table {table!r}: expected a table name, optionally schema.table "
+                "(anything else: --chunks-query)"
+            )
+        doc_id, offset, chunker = DEFAULT_KEYS[layout]
+        keys = {
+            "--doc-id-key": doc_id_key if doc_id_key is not None else doc_id,
+            "--doc-version-key": doc_version_key
+            if doc_version_key is not None
+            else DEFAULT_VERSION_KEY,
+            "--offset-key": offset_key if offset_key is not None else offset,
+            "--chunker-key": chunker_key if chunker_key is not None else chunker,
+        }
+        if layout == "query":
+            given = [
+                option
+                for option, value in zip(
+                    keys, (doc_id_key, doc_version_key, offset_key, chunker_key), strict=True
+                )
+                if value is not None
+            ]
+            if given:
+                raise SettingsError(
+                    f"{given[0]} is for a library's layout: a query names its own columns"
+                )
+        else:
+            for option, key in keys.items():
+                if not key or len(key) > MAX_KEY_CHARS or not key.isprintable():
+                    raise SettingsError(
+                        f"{option} {key[:40]!r}: expected a metadata key of 1 to "
+                        f"{MAX_KEY_CHARS} printable characters"
+                    )
+        return cls(
+            name=layout,
+            collection=collection if collection is not None else DEFAULT_COLLECTION,
+            table=table,
+            query=query,
+            doc_id_key=keys["--doc-id-key"],
+            doc_version_key=keys["--doc-version-key"],
+            offset_key=keys["--offset-key"],
+            chunker_key=keys["--chunker-key"],
+        )
+
+    def describe(self) -> str:
+        """The rows as error messages name them."""
+        if self.name == "langchain":
+            return f"langchain_pg_embedding (collection {self.collection!r})"
+        if self.name == "query":
+            return "--chunks-query"
+        return str(self.table)
+
+
+def is_postgres_uri(value: str) -> bool:
+    """Whether an input names a Postgres database (a libpq URI) rather than a file."""
+    return value.startswith(("postgresql://", "postgres://"))
+
+
+def redacted_uri(uri: str) -> str:
+    """``uri`` without its password (in the user part or as a ``password`` parameter): what
+    error messages, verdicts and summaries may show."""
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return uri.split("://", 1)[0] + "://..."
+    netloc = parts.netloc
+    if "@" in netloc:
+        user, _, hosts = netloc.rpartition("@")
+        netloc = f"{user.split(':', 1)[0]}@{hosts}"
+    query = [(key, value) for key, value in parse_qsl(parts.query) if key != "password"]
+    return urlunsplit((parts.scheme, netloc, parts.path, urlencode(query), ""))

@@ -1,0 +1,12 @@
+"""Postgres as a source of chunk records: the store read where it lives.
+
+An adapter at the edge (psycopg, a server-side cursor in one read-only transaction), behind
+the same :class:`~exporter.sources.ChunkSource` protocol as a JSON Lines file: it yields each
+row as the bytes of one chunk record, and the decoder bounds and validates it as it would a
+line. psycopg is an optional dependency (the ``postgres`` extra), imported only when a sweep
+names a database.
+"""
+
+from exporter.postgres.chunks import PostgresChunks
+
+__all__ = ["PostgresChunks"]

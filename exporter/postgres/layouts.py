@@ -1,0 +1,211 @@
+"""The query a layout reads its chunks with, and how one of its rows becomes a chunk record.
+
+Every library layout's query returns the same columns: the row's key, the text (NULL when it
+is longer than the record limit, so a huge row is never fetched: only its size), its size,
+and the metadata values the layout's keys name, extracted by the server (``->>`` on JSON and
+JSONB alike; a key that is missing, or metadata that is no object, is NULL). A query of the
+user's own returns columns named like the chunk record, or one JSON column holding it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+import orjson
+from psycopg import sql
+
+from exporter.config.postgres import ChunkLayout
+from exporter.records.limits import Oversized
+
+__all__ = ["LayoutQuery", "layout_query", "query_record", "row_record"]
+
+# the columns of a library layout's query, in order
+COLUMNS = (
+    "key", "text", "size", "doc_id", "doc_version", "offset", "chunker", "node_content",
+)  # fmt: skip
+_INTEGER = re.compile(r"-?[0-9]{1,19}")
+
+
+@dataclass(frozen=True, slots=True)
+class LayoutQuery:
+    """A layout's query and its parameters, and what its rows are called in messages."""
+
+    statement: sql.Composed | sql.SQL
+    params: dict[str, Any]
+    key_column: str
+    metadata_column: str
+    # tables that must exist, for a message naming the layout rather than the server's
+    tables: tuple[str, ...] = field(default=())
+
+
+def _table(name: str) -> sql.Identifier:
+    return sql.Identifier(*name.split(".", 1))
+
+
+def layout_query(layout: ChunkLayout, max_bytes: int) -> LayoutQuery:
+    """The query that reads ``layout``'s chunks, never fetching a text above ``max_bytes``."""
+    params: dict[str, Any] = {
+        "max": max_bytes,
+        "doc_id_key": layout.doc_id_key,
+        "version_key": layout.doc_version_key,
+        "offset_key": layout.offset_key,
+        "chunker_key": layout.chunker_key,
+    }
+    statement: sql.Composed | sql.SQL
+    if layout.name == "langchain":
+        params["collection"] = layout.collection
+        statement = sql.SQL(
+            "SELECT e.id::text, "
+            "CASE WHEN octet_length(e.document) <= %(max)s THEN e.document END, "
+            "octet_length(e.document), "
+            "e.cmetadata ->> %(doc_id_key)s, e.cmetadata ->> %(version_key)s, "
+            "e.cmetadata ->> %(offset_key)s, e.cmetadata ->> %(chunker_key)s, NULL::text "
+            "FROM langchain_pg_embedding e "
+            "JOIN langchain_pg_collection c ON c.uuid = e.collection_id "
+            "WHERE c.name = %(collection)s ORDER BY e.id"
+        )
+        return LayoutQuery(
+            statement,
+            params,
+            "id",
+            "cmetadata",
+            ("langchain_pg_embedding", "langchain_pg_collection"),
+        )
+    if layout.name == "langchain-v2":
+        assert layout.table is not None
+        statement = sql.SQL(
+            "SELECT t.langchain_id::text, "
+            "CASE WHEN octet_length(t.content) <= %(max)s THEN t.content END, "
+            "octet_length(t.content), "
+            "t.langchain_metadata ->> %(doc_id_key)s, t.langchain_metadata ->> %(version_key)s, "
+            "t.langchain_metadata ->> %(offset_key)s, t.langchain_metadata ->> %(chunker_key)s, "
+            "NULL::text FROM {table} t ORDER BY t.langchain_id"
+        ).format(table=_table(layout.table))
+        return LayoutQuery(statement, params, "langchain_id", "langchain_metadata", (layout.table,))
+    assert layout.name == "llamaindex" and layout.table is not None
+    # ref_doc_id is the string "None" when a node has no document; doc_id is the same value
+    # under its older name. The offset is in _node_content, a JSON string of the node.
+    statement = sql.SQL(
+        "SELECT t.node_id, "
+        "CASE WHEN octet_length(t.text) <= %(max)s THEN t.text END, "
+        "octet_length(t.text), "
+        "COALESCE(NULLIF(t.metadata_ ->> %(doc_id_key)s, 'None'), "
+        "NULLIF(t.metadata_ ->> 'doc_id', 'None')), "
+        "t.metadata_ ->> %(version_key)s, t.metadata_ ->> %(offset_key)s, "
+        "t.metadata_ ->> %(chunker_key)s, "
+        "CASE WHEN octet_length(t.metadata_ ->> '_node_content') <= %(max)s "
+        "THEN t.metadata_ ->> '_node_content' END "
+        "FROM {table} t ORDER BY t.id"
+    ).format(table=_table(layout.table))
+    return LayoutQuery(statement, params, "node_id", "metadata_", (layout.table,))
+
+
+@dataclass(frozen=True, slots=True)
+class RowRecord:
+    """One row as a chunk record's bytes (or its size, too big to read), with what a message
+    about it should add: the metadata keys it lacked."""
+
+    record: bytes | Oversized
+    key: str | None
+    missing: tuple[str, ...]
+
+
+def row_record(layout: ChunkLayout, row: tuple[Any, ...], max_bytes: int) -> RowRecord:
+    """The chunk record of a library layout's row (columns as :data:`COLUMNS`)."""
+    key, text, size, doc_id, doc_version, offset, chunker, node_content = row
+    if text is None and size is not None:
+        return RowRecord(Oversized(int(size)), key, ())
+    missing: list[str] = []
+    record: dict[str, Any] = {"chunk_id": key, "text": text}
+    if doc_id is None:
+        missing.append(layout.doc_id_key)
+    else:
+        record["doc_id"] = doc_id
+    if doc_version is None:
+        missing.append(layout.doc_version_key)
+    else:
+        record["doc_version"] = doc_version
+    if node_content is not None and layout.name == "llamaindex":
+        offset = _node_offset(node_content, layout.offset_key, offset)
+    if offset is not None:
+        record["doc_offset"] = _offset(offset)
+        if record["doc_offset"] == -1 and layout.name.startswith("langchain"):
+            # a LangChain splitter writes -1 when it could not find the chunk in the document
+            del record["doc_offset"]
+    if chunker is not None:
+        record["chunker"] = chunker
+    encoded = _dumps(record)
+    if len(encoded) > max_bytes:
+        return RowRecord(Oversized(len(encoded)), key, ())
+    return RowRecord(encoded, key, tuple(missing))
+
+
+def _node_offset(node_content: str, key: str, fallback: Any) -> Any:
+    """The offset a LlamaIndex node's serialised content holds under ``key``, else
+    ``fallback`` (the metadata's own value, if any)."""
+    try:
+        node = orjson.loads(node_content)
+    except orjson.JSONDecodeError:
+        return fallback
+    if isinstance(node, dict) and node.get(key) is not None:
+        return node[key]
+    return fallback
+
+
+def _offset(value: Any) -> Any:
+    """An offset as the record carries it: an integer when it reads as one (``->>`` gives
+    text), else as it came, for the decoder to refuse by name."""
+    if isinstance(value, str) and _INTEGER.fullmatch(value.strip()):
+        return int(value)
+    return value
+
+
+def query_record(
+    names: tuple[str, ...], row: tuple[Any, ...], max_bytes: int
+) -> tuple[bytes | Oversized, str | None]:
+    """The chunk record of a row of the user's own query, and its chunk id if it has one: one
+    column holding the record (JSON, JSONB or text), or columns named like its fields (NULL
+    ones left out)."""
+    if len(row) == 1 and isinstance(row[0], (dict, str, bytes)):
+        value = row[0]
+        encoded = (
+            value.encode("utf-8", "surrogatepass")
+            if isinstance(value, str)
+            else bytes(value)
+            if isinstance(value, bytes)
+            else _dumps(value)
+        )
+        key = value.get("chunk_id") if isinstance(value, dict) else None
+    else:
+        record = {
+            name: _plain(value) for name, value in zip(names, row, strict=True) if value is not None
+        }
+        encoded = _dumps(record)
+        key = record.get("chunk_id")
+    if len(encoded) > max_bytes:
+        return Oversized(len(encoded)), None
+    return encoded, key if isinstance(key, str) else None
+
+
+def _dumps(value: Any) -> bytes:
+    """JSON of a row's value; an integer beyond 64 bits (a ``numeric`` column, a number in a
+    JSON one) is what orjson cannot write, and the standard library can."""
+    try:
+        return orjson.dumps(value, default=_plain)
+    except TypeError:
+        return json.dumps(value, default=_plain, ensure_ascii=False).encode(
+            "utf-8", "surrogatepass"
+        )
+
+
+def _plain(value: Any) -> Any:
+    """A column value as JSON has it: a whole ``numeric`` as an integer, others as text."""
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else str(value)
+    if isinstance(value, (str, int, float, bool, list, dict)) or value is None:
+        return value
+    return str(value)
