@@ -110,6 +110,25 @@ def bootstrap() -> Iterator[str]:
         yield address
 
 
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[str]:
+    """A real PostgreSQL server for the integration tests (see tests/postgres_support.py): the
+    URI of a role that may create databases."""
+    from postgres_support import postgres_server
+
+    with postgres_server() as uri:
+        yield uri
+
+
+@pytest.fixture
+def database(postgres: str) -> Iterator[str]:
+    """A database of its own on the real server, dropped after the test."""
+    from postgres_support import fresh_database
+
+    with fresh_database(postgres) as uri:
+        yield uri
+
+
 def sweep_json(
     scenario: dict[str, Path], capsys: pytest.CaptureFixture[str], *extra: str
 ) -> tuple[int, dict[str, Any]]:

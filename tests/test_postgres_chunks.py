@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +20,6 @@ from postgres_support import (
     chunk_records,
     fill_langchain,
     fill_llamaindex,
-    fresh_database,
-    postgres_server,
     write_jsonl,
 )
 
@@ -36,18 +33,6 @@ from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
 
 NOW = "2026-06-01T00:00:00Z"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    with postgres_server() as uri:
-        yield uri
-
-
-@pytest.fixture
-def database(server: str) -> Iterator[str]:
-    with fresh_database(server) as uri:
-        yield uri
 
 
 @pytest.fixture(scope="module")
@@ -309,14 +294,14 @@ def test_a_store_that_cannot_be_read_is_one_line_and_exit_2(
 
 
 def test_connection_failures_name_the_host_and_why_never_the_password(
-    server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    postgres: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     citations = write_jsonl(tmp_path / "c.jsonl", [])
     secret = "s3cret-pa55word"
     for uri, why in (
         (f"postgresql://exporter:{secret}@127.0.0.1:1/citations", "Connection refused"),
-        (server.replace("exporter@", f"exporter:{secret}@"), "password authentication failed"),
-        (server + f"?password={secret}&sslmode=disable", "password authentication failed"),
+        (postgres.replace("exporter@", f"exporter:{secret}@"), "password authentication failed"),
+        (postgres + f"?password={secret}&sslmode=disable", "password authentication failed"),
     ):
         code = _exit(
             ["sweep", "--chunks", uri, "--citations", str(citations), "--no-progress",

@@ -16,11 +16,6 @@ from tqdm import tqdm
 
 from exporter.checks.claims import DEFAULT_CLASSIFIER, SentenceClassifier, load_classifier
 from exporter.checks.store import ChunkStore
-from exporter.cli.chunk_source import (
-    add_chunk_store_arguments,
-    chunk_source,
-    refuse_chunk_store,
-)
 from exporter.cli.common import (
     EXIT_CODES,
     EXIT_GATE_FAILED,
@@ -48,6 +43,13 @@ from exporter.cli.report import (
     previous_sweep,
     write_report,
 )
+from exporter.cli.sources import (
+    add_chunk_store_arguments,
+    add_citation_table_arguments,
+    chunk_source,
+    citation_source,
+    refuse_chunk_store,
+)
 from exporter.defaults import DEFAULT_HIGH_SEVERITY_TOPICS, DEFAULT_THRESHOLD
 from exporter.entailment.drawing import PackedCandidate
 from exporter.entailment.judging import SampleJudging, sample_judging
@@ -64,7 +66,7 @@ from exporter.outputs.verdicts import entailment_json
 from exporter.pipeline.changes import Changes, PreviousSummary
 from exporter.pipeline.summary import SweepSummary
 from exporter.records.decode import parse_json
-from exporter.sources import ChunkSource, RecordSource
+from exporter.sources import ChunkSource, CitationSource, RecordSource
 from exporter.sources.jsonl import JsonLines
 
 if TYPE_CHECKING:
@@ -134,7 +136,10 @@ def add_parser(commands: Any) -> None:
         "(with --chunks-layout or --chunks-query, below)",
     )
     inputs.add_argument(
-        "--citations", metavar="FILE", help="citation records and answer events, mixed"
+        "--citations",
+        metavar="FILE|URI",
+        help="citation records and answer events, mixed; or a postgresql:// URI (with "
+        "--citations-table or --citations-query, below)",
     )
     inputs.add_argument(
         "--example",
@@ -142,6 +147,7 @@ def add_parser(commands: Any) -> None:
         help="generate a built-in example scenario and sweep it (no files needed)",
     )
     add_chunk_store_arguments(sweep)
+    add_citation_table_arguments(sweep)
     sweep.add_argument(
         "--out", metavar="FILE", help="write verdicts as JSONL here (.gz compresses, - is stdout)"
     )
@@ -513,10 +519,12 @@ def _refuse_unused_outputs(args: argparse.Namespace, judging: SampleJudging | No
 
 def _inputs(
     args: argparse.Namespace,
-) -> tuple[ChunkSource, str, tempfile.TemporaryDirectory[str] | None]:
-    """The chunk source, the citations and the example's directory (if any)."""
+) -> tuple[ChunkSource, CitationSource, tempfile.TemporaryDirectory[str] | None]:
+    """The chunk source, the citation source and the example's directory (if any)."""
     chunks, citations, workdir = sweep_inputs(args)
-    return (chunk_source(args) if workdir is None else JsonLines(chunks)), citations, workdir
+    if workdir is not None:
+        return JsonLines(chunks), JsonLines(citations), workdir
+    return chunk_source(args), citation_source(args), workdir
 
 
 def run(args: argparse.Namespace) -> int:
@@ -525,8 +533,9 @@ def run(args: argparse.Namespace) -> int:
     _refuse_spark_options(args)
     previous = _previous(args)  # read whole before any work: a bad one is exit 2
     changes = previous if isinstance(previous, Changes) else None
-    store_source, citations, workdir = _inputs(args)
-    chunks = store_source.name  # a database without its password, from here on
+    store_source, citations_source, workdir = _inputs(args)
+    # a database without its password, from here on
+    chunks, citations = store_source.name, citations_source.name
     limits, gate = limits_from(args), sweep_gate(args)
     classifier = _classifier(args.coverage_classifier)
     # a judge the settings cannot make was refused with them, before the sweep
@@ -555,7 +564,6 @@ def run(args: argparse.Namespace) -> int:
         freeze_long_lived()  # before the workers fork: they share the store, untouched
         try:
             inputs = (chunks, citations)
-            citation_source = JsonLines(citations)
             output = open_output(args.out, inputs) if args.out else nullcontext(None)
             coverage_output = (
                 _coverage_output(args.coverage_out, inputs)
@@ -565,11 +573,11 @@ def run(args: argparse.Namespace) -> int:
             with (
                 output as out,
                 coverage_output as coverage_out,
-                _progress_bar(citation_source, not args.no_progress) as progress,
+                _progress_bar(citations_source, not args.no_progress) as progress,
             ):
                 run_sweep(
                     store,
-                    citation_source,
+                    citations_source,
                     policy,
                     summary,
                     out=out,

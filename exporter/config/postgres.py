@@ -182,3 +182,68 @@ def redacted_uri(uri: str) -> str:
         netloc = f"{user.split(':', 1)[0]}@{hosts}"
     query = [(key, value) for key, value in parse_qsl(parts.query) if key != "password"]
     return urlunsplit((parts.scheme, netloc, parts.path, urlencode(query), ""))
+
+
+# The fields a citation record's columns may be named for (docs/records.md), and the two that
+# may hold its span as integer columns instead of one array; "record" names one JSON column
+# holding the whole record or an answer event.
+CITATION_FIELDS = (
+    "citation_id", "answer_id", "doc_id", "doc_version", "chunk_id", "chunk_span", "quote",
+    "prefix", "suffix", "emitted_at", "topic", "source", "sentence_index", "claim", "doc_span",
+    "doc_sha256",
+)  # fmt: skip
+SPAN_COLUMNS = ("chunk_start", "chunk_end")
+REQUIRED_CITATION_FIELDS = (
+    "citation_id", "answer_id", "doc_id", "doc_version", "chunk_id", "chunk_span", "quote",
+)  # fmt: skip
+WHOLE_RECORD = "record"
+
+
+@dataclass(frozen=True, slots=True)
+class CitationTable:
+    """Where citations are in Postgres: a table whose columns are named like the record's
+    fields (or renamed by ``columns``, field to column), or a query of the user's own."""
+
+    table: str | None = None
+    query: str | None = None
+    columns: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def of(
+        cls, *, table: str | None, query: str | None, columns: list[str] | None
+    ) -> CitationTable:
+        """Checked: a SettingsError names the option that cannot work."""
+        if (table is None) == (query is None):
+            raise SettingsError(
+                "--citations postgresql://... needs --citations-table TABLE or "
+                "--citations-query SQL (one of them)"
+            )
+        if query is not None and not query.strip():
+            raise SettingsError("--citations-query is empty")
+        if table is not None and _TABLE.fullmatch(table) is None:
+            raise SettingsError(
+                f"--citations-table {table!r}: expected a table name, optionally schema.table "
+                "(anything else: --citations-query)"
+            )
+        if columns and query is not None:
+            raise SettingsError(
+                "--citations-column renames a table's columns: a query names its own"
+            )
+        mapping: dict[str, str] = {}
+        for given in columns or ():
+            field_name, equals, column = given.partition("=")
+            known = (*CITATION_FIELDS, *SPAN_COLUMNS, WHOLE_RECORD)
+            if not equals or field_name not in known or not column:
+                raise SettingsError(
+                    f"--citations-column {given[:80]!r}: expected FIELD=COLUMN, FIELD one of "
+                    f"{', '.join(known)}"
+                )
+            if len(column) > 63:
+                raise SettingsError(
+                    f"--citations-column {field_name}: a column name is at most 63 characters"
+                )
+            mapping[field_name] = column
+        return cls(table=table, query=query, columns=tuple(sorted(mapping.items())))
+
+    def describe(self) -> str:
+        return "--citations-query" if self.table is None else self.table

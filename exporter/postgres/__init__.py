@@ -1,4 +1,4 @@
-"""Postgres as a source of chunk records: the store read where it lives.
+"""Postgres as a source of chunk and citation records: the store read where it lives.
 
 An adapter at the edge (psycopg, a server-side cursor in one read-only transaction), behind
 the same :class:`~exporter.sources.ChunkSource` protocol as a JSON Lines file: it yields each
@@ -8,5 +8,6 @@ names a database.
 """
 
 from exporter.postgres.chunks import PostgresChunks
+from exporter.postgres.citations import PostgresCitations
 
-__all__ = ["PostgresChunks"]
+__all__ = ["PostgresChunks", "PostgresCitations"]

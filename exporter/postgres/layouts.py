@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -21,7 +22,7 @@ from psycopg import sql
 from exporter.config.postgres import ChunkLayout
 from exporter.records.limits import Oversized
 
-__all__ = ["LayoutQuery", "layout_query", "query_record", "row_record"]
+__all__ = ["LayoutQuery", "citation_record", "layout_query", "query_record", "row_record"]
 
 # the columns of a library layout's query, in order
 COLUMNS = (
@@ -202,10 +203,30 @@ def _dumps(value: Any) -> bytes:
         )
 
 
+def citation_record(
+    names: tuple[str, ...], row: tuple[Any, ...], max_bytes: int
+) -> bytes | Oversized:
+    """The citation record (or answer event) of a row whose columns are named like its fields
+    (already renamed), or of one JSON column holding it: a span in two integer columns
+    (``chunk_start``, ``chunk_end``) becomes ``chunk_span``, an integer array stays one."""
+    if len(row) == 1 and isinstance(row[0], (dict, str, bytes)):
+        return query_record(names, row, max_bytes)[0]
+    record = {
+        name: _plain(value) for name, value in zip(names, row, strict=True) if value is not None
+    }
+    if "chunk_span" not in record and ("chunk_start" in record or "chunk_end" in record):
+        record["chunk_span"] = [record.pop("chunk_start", None), record.pop("chunk_end", None)]
+    encoded = _dumps(record)
+    return Oversized(len(encoded)) if len(encoded) > max_bytes else encoded
+
+
 def _plain(value: Any) -> Any:
-    """A column value as JSON has it: a whole ``numeric`` as an integer, others as text."""
+    """A column value as JSON has it: a whole ``numeric`` as an integer, a time in RFC 3339,
+    others as text."""
     if isinstance(value, Decimal):
         return int(value) if value == value.to_integral_value() else str(value)
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
     if isinstance(value, (str, int, float, bool, list, dict)) or value is None:
         return value
     return str(value)

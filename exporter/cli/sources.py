@@ -1,21 +1,40 @@
-"""``--chunks`` as a file or as a database: the options that say where a store's chunks are.
+"""``--chunks`` and ``--citations`` as files or as a database: the options that say where.
 
 ``--chunks FILE`` is JSON Lines; ``--chunks postgresql://...`` is the store read where it
-lives, in the layout ``--chunks-layout`` names or by ``--chunks-query``. psycopg (the
-``postgres`` extra) is imported only then.
+lives, in the layout ``--chunks-layout`` names or by ``--chunks-query``; ``--citations
+postgresql://...`` is an application's table (``--citations-table``, its columns renamed by
+``--citations-column``) or ``--citations-query``. psycopg (the ``postgres`` extra) is imported
+only then.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from exporter.config.postgres import LAYOUTS, ChunkLayout, is_postgres_uri, redacted_uri
+from exporter.config.postgres import (
+    LAYOUTS,
+    ChunkLayout,
+    CitationTable,
+    is_postgres_uri,
+    redacted_uri,
+)
 from exporter.errors import SettingsError, UsageError
-from exporter.sources import ChunkSource
+from exporter.sources import ChunkSource, CitationSource
 from exporter.sources.jsonl import JsonLines
 
-__all__ = ["add_chunk_store_arguments", "chunk_source", "refuse_chunk_store"]
+__all__ = [
+    "add_chunk_store_arguments",
+    "add_citation_table_arguments",
+    "chunk_source",
+    "citation_source",
+    "refuse_chunk_store",
+]
 
+_CITATION_OPTIONS = (
+    ("--citations-table", "citations_table"),
+    ("--citations-query", "citations_query"),
+    ("--citations-column", "citations_column"),
+)
 _STORE_OPTIONS = (
     ("--chunks-layout", "chunks_layout"),
     ("--collection", "collection"),
@@ -79,13 +98,14 @@ def add_chunk_store_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def refuse_chunk_store(args: argparse.Namespace, why: str) -> None:
-    """A UsageError when ``--chunks`` names a database or a store option is given: for an
-    engine that reads files only (``why`` says which)."""
-    given = [option for option, name in _STORE_OPTIONS if getattr(args, name, None) is not None]
-    if (args.chunks and is_postgres_uri(args.chunks)) or given:
+    """A UsageError when ``--chunks`` or ``--citations`` names a database or one of their
+    options is given: for an engine that reads files only (``why`` says which)."""
+    options = (*_STORE_OPTIONS, *_CITATION_OPTIONS)
+    given = [option for option, name in options if getattr(args, name, None) is not None]
+    named = [value for value in (args.chunks, args.citations) if value]
+    if any(is_postgres_uri(value) for value in named) or given:
         raise UsageError(
-            f"{why} reads JSON Lines files: sweep a store in Postgres with the local engine "
-            "(the default)"
+            f"{why} reads JSON Lines files: sweep from Postgres with the local engine (the default)"
         )
 
 
@@ -126,3 +146,55 @@ def chunk_source(args: argparse.Namespace) -> ChunkSource:
             f"'citation-drift-exporter[postgres]' ({exc})"
         ) from None
     return PostgresChunks(chunks, layout)
+
+
+def add_citation_table_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of citations kept in Postgres (docs/postgres.md)."""
+    group = parser.add_argument_group(
+        "citations in Postgres (--citations postgresql://...; read-only, one snapshot)"
+    )
+    group.add_argument(
+        "--citations-table",
+        metavar="[SCHEMA.]TABLE",
+        help="a table whose columns are named like the citation record's fields (chunk_span an "
+        "integer array, or chunk_start and chunk_end), read in its primary key's order",
+    )
+    group.add_argument(
+        "--citations-column",
+        metavar="FIELD=COLUMN",
+        action="append",
+        help="the table's COLUMN holds the record's FIELD (repeat for each; record=COLUMN: one "
+        "JSON column holding the whole citation or answer event)",
+    )
+    group.add_argument(
+        "--citations-query",
+        metavar="SQL",
+        help="any other schema: a query returning columns named like the record's fields, or "
+        "one JSON column holding a citation or an answer event",
+    )
+
+
+def citation_source(args: argparse.Namespace) -> CitationSource:
+    """The source ``--citations`` names, its options checked before anything is read."""
+    citations: str = args.citations
+    given = [option for option, name in _CITATION_OPTIONS if getattr(args, name, None) is not None]
+    if not is_postgres_uri(citations):
+        if given:
+            raise UsageError(
+                f"{given[0]} is for citations in Postgres: --citations postgresql://..."
+            )
+        return JsonLines(citations)
+    try:
+        mapping = CitationTable.of(
+            table=args.citations_table, query=args.citations_query, columns=args.citations_column
+        )
+    except SettingsError as exc:
+        raise UsageError(str(exc).replace("postgresql://...", redacted_uri(citations))) from None
+    try:
+        from exporter.postgres import PostgresCitations  # noqa: PLC0415 - the optional extra
+    except ImportError as exc:
+        raise UsageError(
+            "--citations postgresql://... needs psycopg: pip install "
+            f"'citation-drift-exporter[postgres]' ({exc})"
+        ) from None
+    return PostgresCitations(citations, mapping)

@@ -1,0 +1,124 @@
+"""One read of Postgres as a record source: a read-only REPEATABLE READ transaction and a
+server-side cursor, with every failure one line naming the database without its password.
+
+A sweep must see one state of the store while ingest goes on, and memory must not grow with
+the table: the rows come through a server-side (named) cursor, :data:`ROWS_PER_FETCH` at a
+time, inside a read-only transaction at REPEATABLE READ (one snapshot for the whole read, and
+a query that can write nothing). The connection is libpq's: a URI, the ``PG*`` variables and a
+service file as libpq reads them, ``sslmode`` and ``sslrootcert`` honoured.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Generator, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
+from exporter.config.postgres import redacted_uri
+from exporter.errors import InputError
+from exporter.sources import RawRecord
+
+__all__ = ["CONNECT_TIMEOUT", "ROWS_PER_FETCH", "PostgresRead", "one_line"]
+
+#: Rows fetched per round trip: memory is this many rows, never the table.
+ROWS_PER_FETCH = 2_000
+# A connection that cannot be made within this many seconds fails (unless the URI or
+# PGCONNECT_TIMEOUT says otherwise): a sweep must not hang on a host that drops packets.
+CONNECT_TIMEOUT = 10
+_MAX_MESSAGE = 300
+
+
+class PostgresRead:
+    """What every Postgres source shares: its name, its connection and transaction, how far
+    its read came and whether it reached the end. Subclasses yield the rows' records from
+    :meth:`_rows` and say what their rows are (:meth:`describe`)."""
+
+    def __init__(self, uri: str) -> None:
+        self._uri = uri
+        self._name = redacted_uri(uri)
+        self._complete = False
+        self._rows = 0
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def complete(self) -> bool:
+        return self._complete
+
+    def records(self, max_bytes: int) -> Generator[RawRecord, None, None]:
+        # not complete from the moment a read is asked for, not from its first record
+        self._complete = False
+        self._rows = 0
+        return self._read(max_bytes)
+
+    def consumed(self) -> int | None:
+        """Rows read so far."""
+        return self._rows
+
+    def size(self) -> int | None:
+        return None
+
+    def describe(self) -> str:
+        """The rows, as messages name them after the database."""
+        raise NotImplementedError
+
+    def _rows_of(self, connection: psycopg.Connection[Any], max_bytes: int) -> Iterator[RawRecord]:
+        raise NotImplementedError
+
+    def _counted(self) -> int:
+        self._rows += 1
+        return self._rows
+
+    def _read(self, max_bytes: int) -> Generator[RawRecord, None, None]:
+        with self._snapshot() as connection:
+            yield from self._rows_of(connection, max_bytes)
+        self._complete = True
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[psycopg.Connection[Any]]:
+        options: dict[str, Any] = {"application_name": "citation-exporter"}
+        try:
+            given = conninfo_to_dict(self._uri)
+        except psycopg.ProgrammingError as exc:
+            raise InputError(f"{self._name}: not a connection URI: {one_line(exc)}") from None
+        if "connect_timeout" not in given and "PGCONNECT_TIMEOUT" not in os.environ:
+            options["connect_timeout"] = CONNECT_TIMEOUT
+        try:
+            connection = psycopg.connect(self._uri, **options)
+        except psycopg.Error as exc:
+            reason = one_line(exc).removeprefix("connection failed: ")
+            raise InputError(f"{self._name}: cannot connect: {reason}") from None
+        try:
+            connection.read_only = True
+            connection.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+            with connection.transaction():
+                yield connection
+        except psycopg.Error as exc:
+            raise InputError(self._failure(exc)) from None
+        finally:
+            connection.close()
+
+    def _failure(self, exc: psycopg.Error) -> str:
+        where = f"{self._name} {self.describe()}"
+        if self._rows:
+            return f"{where}: the read stopped after row {self._rows:,}: {one_line(exc)}"
+        return f"{where}: {one_line(exc)}"
+
+    def _require_table(self, connection: psycopg.Connection[Any], table: str, hint: str) -> None:
+        found = connection.execute("SELECT to_regclass(%s)", (table,)).fetchone()
+        if found is None or found[0] is None:
+            raise InputError(f"{self._name}: no table {table} ({hint})")
+
+
+def one_line(exc: BaseException) -> str:
+    """An error of libpq or the server as one short line (they span several)."""
+    text = " ".join(str(exc).split())
+    if isinstance(exc, psycopg.Error) and exc.diag.message_primary:
+        text = " ".join(exc.diag.message_primary.split())
+    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 3] + "..."
