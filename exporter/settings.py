@@ -57,6 +57,7 @@ from exporter.defaults import (
     similarity_threshold,
 )
 from exporter.errors import SettingsError
+from exporter.records.change_events import ChangeColumns
 from exporter.records.limits import DEFAULT_LIMITS, MAX_SENTENCES_PER_ANSWER, Limits
 from exporter.small_files import (
     UnusableFile,
@@ -246,6 +247,15 @@ class Settings(JudgeSettings):
     coverage_classifier: str = Field(DEFAULT_CLASSIFIER, min_length=1)
     topics: Annotated[frozenset[str], NoDecode] = frozenset()
     max_topics: int = Field(20, ge=0)
+
+    # Debezium change events on the chunk topic: the chunks table's layout ("auto" tells
+    # LangChain's, PGVectorStore's, LlamaIndex's and the record's own columns apart) and the
+    # metadata keys of a chunk's fields (unset: the layout's defaults; docs/postgres.md)
+    chunks_layout: Literal["auto", "record", "langchain", "langchain-v2", "llamaindex"] = "auto"
+    chunks_doc_id_key: str | None = Field(None, min_length=1, max_length=200)
+    chunks_doc_version_key: str = Field("doc_version", min_length=1, max_length=200)
+    chunks_offset_key: str | None = Field(None, min_length=1, max_length=200)
+    chunks_chunker_key: str = Field("chunker", min_length=1, max_length=200)
 
     # sweeps
     sweep_quiet_seconds: float = Field(60.0, gt=0.0)
@@ -465,6 +475,17 @@ class Settings(JudgeSettings):
             self.max_sources,
             self.topics,
             self.max_topics,
+        )
+
+    @property
+    def change_columns(self) -> ChangeColumns:
+        """How a Debezium change event of the chunks table becomes a chunk record."""
+        return ChangeColumns(
+            self.chunks_layout,
+            self.chunks_doc_id_key,
+            self.chunks_doc_version_key,
+            self.chunks_offset_key,
+            self.chunks_chunker_key,
         )
 
     @property

@@ -390,3 +390,18 @@ def test_the_spark_engine_refuses_a_store_in_postgres(
     assert code == 2
     assert "--engine spark reads JSON Lines files" in err
     assert "hidden" not in err
+
+
+def test_a_bad_row_of_a_query_is_counted_by_its_chunk_id(database: str) -> None:
+    """Found by the Debezium test: a query's bad row made where() fail (an internal error)."""
+    with psycopg.connect(database) as connection:
+        connection.execute(
+            "CREATE TABLE chunks AS SELECT 'bad#0'::text AS chunk_id, 'bad'::text AS doc_id, "
+            "'x'::text AS text"
+        )
+    summary = SweepSummary()
+    query = ChunkLayout.of("query", query="SELECT * FROM chunks")
+    load_store(PostgresChunks(database, query), summary)
+    assert summary.invalid_chunk_records == 1
+    (error,) = summary.errors
+    assert "--chunks-query row 1 (chunk_id='bad#0'): missing required field 'doc_version'" in error

@@ -33,7 +33,12 @@ class OfflineExporter:
         exposed = expose(settings.exposure, self.state, topics)
         self.registry, self.metrics, self.http = exposed.registry, exposed.metrics, exposed.http
         policy = dataclasses.replace(settings.policy, keep_evidence=keep_evidence)
-        self.pipeline = Pipeline(store, policy, publish_all=settings.publish_all_verdicts)
+        self.pipeline = Pipeline(
+            store,
+            policy,
+            publish_all=settings.publish_all_verdicts,
+            change_columns=settings.change_columns,
+        )
 
     def record(self, outcomes: Sequence[Outcome]) -> None:
         self.metrics.record(outcomes)

@@ -308,6 +308,7 @@ class Exporter:
             publish_all=settings.publish_all_verdicts,
             watch=watch,
             sweep_judge_rate=0.0 if judging is None else 1.0,
+            change_columns=settings.change_columns,
         )
         sweeps = SweepRunner(
             lambda: make_consumer(settings.kafka, "sweep"),

@@ -24,6 +24,12 @@ from exporter.pipeline.messages import check_message, oversized
 from exporter.pipeline.outcome import DeadLetter, Mode, Origin, Outcome
 from exporter.pipeline.reindex import ReindexWatch
 from exporter.pipeline.sweep import SweepStep, publish_verdicts
+from exporter.records.change_events import (
+    ChangeColumns,
+    change_event_chunk,
+    is_change_event,
+    tombstone_chunk_id,
+)
 from exporter.records.decode import InvalidJson, RecordError, decode_chunk, parse_json
 from exporter.records.schema import Chunk, ChunkDeletion
 
@@ -56,6 +62,9 @@ class LocalRecord:
     value: bytes | None
 
 
+DEFAULT_CHANGE_COLUMNS = ChangeColumns()
+
+
 class Pipeline:
     """The store and the policy, applied to one message at a time."""
 
@@ -67,8 +76,11 @@ class Pipeline:
         publish_all: bool = False,
         watch: ReindexWatch | None = None,
         sweep_judge_rate: float = 0.0,
+        change_columns: ChangeColumns = DEFAULT_CHANGE_COLUMNS,
     ) -> None:
         self.store = store
+        # how a Debezium change event of the chunks table becomes a chunk record
+        self._change_columns = change_columns
         self._policy = policy
         # a sweep drawing a sample for the judge keeps the claim and evidence of every
         # judgeable citation (the sample is drawn from all of them); inline, judge_rate's share
@@ -94,14 +106,18 @@ class Pipeline:
 
     def _apply_chunk(self, record: Record, origin: Origin) -> DeadLetter | None:
         if record.value is None:
-            if record.key:
-                self.store.apply(ChunkDeletion(record.key.decode("utf-8", "replace")))
+            chunk_id = tombstone_chunk_id(record.key) if record.key else None
+            if chunk_id is not None:
+                self.store.apply(ChunkDeletion(chunk_id))
             return None
         limit = self._policy.limits.max_message_bytes
         if len(record.value) > limit:
             return oversized(origin, record.value, record.key, limit)
         try:
-            chunk = decode_chunk(parse_json(record.value), self._policy.limits)
+            parsed = parse_json(record.value)
+            if is_change_event(parsed):
+                parsed = change_event_chunk(parsed, record.key, self._change_columns)
+            chunk = decode_chunk(parsed, self._policy.limits)
         except RecordError as exc:
             reason = "invalid_json" if isinstance(exc, InvalidJson) else "invalid_record"
             return DeadLetter(origin, record.value, record.key, reason, str(exc))

@@ -45,13 +45,14 @@ class PostgresChunks(PostgresRead):
         place = f"{self.name} {self.describe()} row {number:,}"
         if row != number or key is None:
             return place
+        if self.layout.name == "query":
+            return f"{place} (chunk_id={key!r})"
         query = layout_query(self.layout, 0)
-        column = "chunk_id" if self.layout.name == "query" else query.key_column
         lacking = ""
         if missing:
             names = ", ".join(repr(name) for name in missing)
             lacking = f" (its {query.metadata_column} has no {names})"
-        return f"{place} ({column}={key!r}){lacking}"
+        return f"{place} ({query.key_column}={key!r}){lacking}"
 
     def _failure(self, exc: psycopg.Error) -> str:
         if (

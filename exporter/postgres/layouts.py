@@ -20,6 +20,7 @@ import orjson
 from psycopg import sql
 
 from exporter.config.postgres import ChunkLayout
+from exporter.records.change_events import node_offset
 from exporter.records.limits import Oversized
 
 __all__ = ["LayoutQuery", "citation_record", "layout_query", "query_record", "row_record"]
@@ -131,7 +132,7 @@ def row_record(layout: ChunkLayout, row: tuple[Any, ...], max_bytes: int) -> Row
     else:
         record["doc_version"] = doc_version
     if node_content is not None and layout.name == "llamaindex":
-        offset = _node_offset(node_content, layout.offset_key, offset)
+        offset = node_offset(node_content, layout.offset_key, offset)
     if offset is not None:
         record["doc_offset"] = _offset(offset)
         if record["doc_offset"] == -1 and layout.name.startswith("langchain"):
@@ -143,18 +144,6 @@ def row_record(layout: ChunkLayout, row: tuple[Any, ...], max_bytes: int) -> Row
     if len(encoded) > max_bytes:
         return RowRecord(Oversized(len(encoded)), key, ())
     return RowRecord(encoded, key, tuple(missing))
-
-
-def _node_offset(node_content: str, key: str, fallback: Any) -> Any:
-    """The offset a LlamaIndex node's serialised content holds under ``key``, else
-    ``fallback`` (the metadata's own value, if any)."""
-    try:
-        node = orjson.loads(node_content)
-    except orjson.JSONDecodeError:
-        return fallback
-    if isinstance(node, dict) and node.get(key) is not None:
-        return node[key]
-    return fallback
 
 
 def _offset(value: Any) -> Any:
