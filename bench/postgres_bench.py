@@ -37,7 +37,7 @@ os.environ.setdefault("PG_PORT", "15460")
 from postgres_support import LANGCHAIN_DDL, fresh_database, postgres_server  # noqa: E402
 
 LOAD = """
-import resource, sys, time
+import sys, time
 from exporter.file_sweep import load_store
 from exporter.pipeline.summary import SweepSummary
 from exporter.sources.jsonl import JsonLines
@@ -50,7 +50,10 @@ else:
     source = JsonLines(sys.argv[1])
 store = load_store(source, SweepSummary())
 took = time.perf_counter() - started
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+# VmHWM, not ru_maxrss: Linux carries ru_maxrss across exec from the forking parent
+for line in open("/proc/self/status"):
+    if line.startswith("VmHWM:"):
+        rss = int(line.split()[1]) * 1024
 print(store.chunk_count, took, rss)
 """
 

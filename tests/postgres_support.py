@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -91,8 +92,20 @@ def fresh_database(server: str) -> Iterator[str]:
     try:
         yield with_database(server, name)
     finally:
-        with psycopg.connect(server, autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        _drop(server, name)
+
+
+def _drop(server: str, name: str) -> None:
+    """Drop a test's database; an autovacuum worker busy in it (the server's own role, which
+    FORCE may not end) is waited for, a second at a time, at most a minute."""
+    for _ in range(60):
+        try:
+            with psycopg.connect(server, autocommit=True) as admin:
+                admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            return
+        except psycopg.errors.InsufficientPrivilege:
+            time.sleep(1.0)
+    raise AssertionError(f"database {name} could not be dropped in a minute")
 
 
 def chunk_records(path: Path) -> list[dict[str, Any]]:
