@@ -9,8 +9,10 @@
     ├── OutputError (OSError)     an output must not (it is an input) or cannot be written
     ├── SettingsError (ValueError) an invalid setting; start-up exits 2 naming it
     ├── UsageError                a problem with the command line or its files: exit 2
-    └── RestartRequired           the Kafka runtime must start over (a topic is missing, a
-                                  background loop stopped): retried with backoff, not fatal
+    ├── RestartRequired           the Kafka runtime must start over (a topic is missing, a
+    │                             background loop stopped): retried with backoff, not fatal
+    └── SourceUnavailable         the chunk store a service looks chunks up in cannot answer
+                                  now (the database is away): checking pauses and is retried
 
 What a message holds never escapes as an exception: the pipeline turns it into that message's
 dead letter. ``OutOfBudgetError`` and ``TooManyPlacesError`` in :mod:`exporter.checks.relocate`
@@ -27,6 +29,7 @@ __all__ = [
     "RecordError",
     "RestartRequired",
     "SettingsError",
+    "SourceUnavailable",
     "UsageError",
 ]
 
@@ -61,3 +64,9 @@ class UsageError(ExporterError):
 
 class RestartRequired(ExporterError):  # noqa: N818 - a signal to start over, not a fault
     """The Kafka runtime cannot go on as it is and starts over with backoff; says why."""
+
+
+class SourceUnavailable(ExporterError):  # noqa: N818 - a condition that passes, not a fault
+    """The chunk store looked up per batch cannot answer now; says where and why. Nothing is
+    checked meanwhile (a missing answer is no verdict): the batch is fetched again, with
+    backoff."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 import difflib
 import functools
 import importlib
+import importlib.util
 import os
 import re
 from collections.abc import Mapping
@@ -36,6 +37,7 @@ from pydantic_settings import (
 
 from exporter.checks.claims import DEFAULT_CLASSIFIER, SentenceClassifier, load_classifier
 from exporter.checks.engine import Policy
+from exporter.checks.lookup_cache import DEFAULT_CACHE_BYTES, DEFAULT_TTL_SECONDS
 from exporter.config.kafka import (
     OWN_KAFKA_OPTIONS,
     KafkaConnection,
@@ -47,6 +49,7 @@ from exporter.config.kafka import (
     read_token,
     tls_context,
 )
+from exporter.config.postgres import ChunkLayout, is_postgres_uri
 from exporter.config.web import Exposure, load_web_config
 from exporter.defaults import (
     DEFAULT_HIGH_SEVERITY_TOPICS,
@@ -194,6 +197,19 @@ class JudgeSettings(BaseSettings):
         return self
 
 
+# ChunkLayout's messages name the sweep's flags; the service's settings are these
+_LAYOUT_FLAGS = (
+    ("--chunks-layout", "chunks_layout"),
+    ("--chunks-query", "chunks_query"),
+    ("--chunks-table", "chunks_table"),
+    ("--collection", "chunks_collection"),
+    ("--doc-id-key", "chunks_doc_id_key"),
+    ("--doc-version-key", "chunks_doc_version_key"),
+    ("--offset-key", "chunks_offset_key"),
+    ("--chunker-key", "chunks_chunker_key"),
+)
+
+
 class Settings(JudgeSettings):
     """What the exporter connects to, what it reads and writes, and how it judges."""
 
@@ -256,6 +272,17 @@ class Settings(JudgeSettings):
     chunks_doc_version_key: str = Field("doc_version", min_length=1, max_length=200)
     chunks_offset_key: str | None = Field(None, min_length=1, max_length=200)
     chunks_chunker_key: str = Field("chunker", min_length=1, max_length=200)
+
+    # lookup mode: look up, before each batch, the chunks it cites in this Postgres database
+    # (a libpq URI) instead of mirroring the chunk topic; the rows are chunks_layout's
+    # (langchain, langchain-v2, llamaindex) or chunks_query's (docs/postgres.md)
+    chunk_lookup: SecretStr | None = None
+    chunks_collection: str | None = Field(None, min_length=1, max_length=200)
+    chunks_table: str | None = Field(None, min_length=1, max_length=200)
+    chunks_query: str | None = Field(None, min_length=1, max_length=100_000)
+    # what the documents held for recent batches may cost, and how long one is fresh
+    chunk_lookup_cache_bytes: int = Field(DEFAULT_CACHE_BYTES, gt=0)
+    chunk_lookup_ttl_seconds: float = Field(DEFAULT_TTL_SECONDS, ge=0.0)
 
     # sweeps
     sweep_quiet_seconds: float = Field(60.0, gt=0.0)
@@ -413,6 +440,63 @@ class Settings(JudgeSettings):
                 "249 of the letters, digits, '.', '_' and '-'; set sweeps_topic to one"
             )
         return self
+
+    @model_validator(mode="after")
+    def _lookup_is_complete(self) -> Settings:
+        """Lookup mode needs a database and a layout it can read; say so at start-up."""
+        if self.chunk_lookup is None:
+            for name in ("chunks_collection", "chunks_table", "chunks_query"):
+                if getattr(self, name) is not None:
+                    raise ValueError(f"{name} is for lookup mode: set chunk_lookup too")
+            return self
+        if not is_postgres_uri(self.chunk_lookup.get_secret_value()):
+            raise ValueError("chunk_lookup: expected a Postgres connection URI (postgresql://...)")
+        try:
+            self.chunk_layout  # noqa: B018 - built to be checked
+        except SettingsError as exc:
+            raise ValueError(str(exc)) from None
+        if importlib.util.find_spec("psycopg") is None:
+            raise ValueError(
+                "chunk_lookup needs psycopg: pip install 'citation-drift-exporter[postgres]'"
+            )
+        return self
+
+    @property
+    def chunk_layout(self) -> ChunkLayout:
+        """Lookup mode's layout of the chunks table (chunks_layout, or chunks_query)."""
+        if self.chunks_query is not None:
+            name = "query"
+        elif self.chunks_layout in ("auto", "record"):
+            raise SettingsError(
+                f"chunk_lookup with chunks_layout {self.chunks_layout}: set chunks_layout to "
+                "langchain, langchain-v2 or llamaindex, or chunks_query to a query of your own"
+            )
+        else:
+            name = self.chunks_layout
+        # a query names its own columns: the metadata keys are a library layout's
+        keys = (
+            {}
+            if name == "query"
+            else {
+                "doc_id_key": self.chunks_doc_id_key,
+                "doc_version_key": self.chunks_doc_version_key,
+                "offset_key": self.chunks_offset_key,
+                "chunker_key": self.chunks_chunker_key,
+            }
+        )
+        try:
+            return ChunkLayout.of(
+                name,
+                collection=self.chunks_collection,
+                table=self.chunks_table,
+                query=self.chunks_query,
+                **keys,
+            )
+        except SettingsError as exc:  # named as the settings are, not as the flags
+            message = str(exc)
+            for flag, setting in _LAYOUT_FLAGS:
+                message = message.replace(flag, setting)
+            raise SettingsError(message) from None
 
     @property
     def shared_sweeps_topic(self) -> str | None:

@@ -18,14 +18,18 @@ from exporter.records.schema import Citation
 
 # With pytest-xdist (scripts/test runs two workers), each worker starts a broker and a
 # PostgreSQL of its own, on ports and in directories of its own: one worker stopping its
-# server must never take the other's away. Set before any test module reads them.
+# server must never take the other's away. Worker gwN adds 10 * N to the ports (the defaults or
+# those set: KAFKA_PORT, PG_PORT) and "-gwN" to the directories. Set before any test module
+# reads them.
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
 if _WORKER != "gw0" and _WORKER[2:].isdigit():
     _number = int(_WORKER[2:])
-    os.environ.setdefault("KAFKA_PORT", str(19092 + 10 * _number))
-    os.environ.setdefault("KAFKA_STATE", f"/tmp/citation-drift-exporter-kafka-{_WORKER}")
-    os.environ.setdefault("PG_PORT", str(15432 + 10 * _number))
-    os.environ.setdefault("PG_STATE", f"/tmp/citation-drift-exporter-postgres-{_WORKER}")
+    for _port, _state, _default_port, _default_state in (
+        ("KAFKA_PORT", "KAFKA_STATE", 19092, "/tmp/citation-drift-exporter-kafka"),
+        ("PG_PORT", "PG_STATE", 15432, "/tmp/citation-drift-exporter-postgres"),
+    ):
+        os.environ[_port] = str(int(os.environ.get(_port, _default_port)) + 10 * _number)
+        os.environ[_state] = f"{os.environ.get(_state, _default_state)}-{_WORKER}"
 
 settings.register_profile(
     "ci", max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow]

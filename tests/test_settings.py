@@ -304,3 +304,48 @@ def test_a_model_judge_that_cannot_be_made_is_named_at_start_up(
     with pytest.raises(SettingsError, match=named) as error:
         load_settings()
     assert "sk-" not in str(error.value) and "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("values", "named"),
+    [
+        ({"chunk_lookup": "postgresql://u:pw@db/kb"}, "set chunks_layout to langchain"),
+        (
+            {"chunk_lookup": "postgresql://u:pw@db/kb", "chunks_layout": "langchain-v2"},
+            "langchain-v2 needs chunks_table",
+        ),
+        (
+            {
+                "chunk_lookup": "postgresql://u:pw@db/kb",
+                "chunks_layout": "llamaindex",
+                "chunks_collection": "docs",
+            },
+            "chunks_collection is for chunks_layout langchain",
+        ),
+        ({"chunk_lookup": "/srv/chunks.jsonl"}, "expected a Postgres connection URI"),
+        ({"chunks_table": "data_kb"}, "chunks_table is for lookup mode: set chunk_lookup too"),
+        ({"chunk_lookup_ttl_seconds": -1}, "chunk_lookup_ttl_seconds"),
+    ],
+)
+def test_a_lookup_that_cannot_work_is_named_at_start_up(
+    values: dict[str, object], named: str
+) -> None:
+    with pytest.raises(SettingsError, match=named) as error:
+        load_settings(**values)
+    assert "u:pw" not in str(error.value)  # the password is in no message
+
+
+def test_a_lookup_takes_the_layout_settings_the_debezium_events_take() -> None:
+    settings = load_settings(
+        chunk_lookup="postgresql://u:pw@db/kb",
+        chunks_layout="llamaindex",
+        chunks_table="data_kb",
+        chunks_doc_id_key="doc",
+    )
+    layout = settings.chunk_layout
+    assert (layout.name, layout.table, layout.doc_id_key) == ("llamaindex", "data_kb", "doc")
+    assert "pw" not in repr(settings)
+    query = load_settings(
+        chunk_lookup="postgresql://db/kb", chunks_query="SELECT * FROM kb"
+    ).chunk_layout
+    assert (query.name, query.query) == ("query", "SELECT * FROM kb")

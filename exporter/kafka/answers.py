@@ -22,6 +22,7 @@ from aiokafka import ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 
 from exporter.entailment.background import BackgroundJudge
+from exporter.errors import SourceUnavailable
 from exporter.kafka.clients import lags
 from exporter.kafka.fetching import Fetcher
 from exporter.kafka.protocols import Consumer
@@ -76,7 +77,8 @@ class AnswerChecker:
         self._pipeline = pipeline
         self._metrics = metrics
         self._publisher = publisher
-        self._fetcher = Fetcher(consumer, metrics)
+        # in lookup mode a batch is handed out once what it cites is in the store
+        self._fetcher = Fetcher(consumer, metrics, pipeline.prepare)
         self._uncommitted: dict[TopicPartition, int] = {}
         self._lag_reported: set[tuple[str, int]] = set()
         self._last_yield = time.monotonic()
@@ -117,7 +119,8 @@ class AnswerChecker:
                     break
                 wait = 0  # only what is already fetched: never wait for more
             await self._publisher.delivered(sent)
-        except KafkaError:
+        except (KafkaError, SourceUnavailable):
+            # the whole poll again (a lookup that failed moved its own batch back already)
             self._rewind(batches, {})
             raise
         # counted once delivered: a batch rewound after a failed delivery is counted when it

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import logging
 import types
+import weakref
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiokafka import TopicPartition
@@ -77,16 +79,51 @@ def _batch_end(exc: BaseException) -> int | None:
 
 
 class Fetcher:
-    """``getmany()`` of one consumer, with unreadable batches isolated and stepped past."""
+    """``getmany()`` of one consumer, with unreadable batches isolated and stepped past.
 
-    def __init__(self, consumer: Any, metrics: ExporterMetrics) -> None:
+    ``prepare`` (lookup mode: fetch what the records cite) runs on every batch before it is
+    handed out; when it fails, every partition is moved back to the batch's first record and
+    the error raised, so the batch is fetched again and nothing of it is lost or committed.
+    What it fetched is kept until the next ``getmany()`` (the batch is checked by then: every
+    loop checks what it fetched before it fetches again) or until the fetcher is gone.
+    """
+
+    def __init__(
+        self,
+        consumer: Any,
+        metrics: ExporterMetrics,
+        prepare: Callable[[list[Any]], Awaitable[Callable[[], None]]] | None = None,
+    ) -> None:
         self._consumer = consumer
         self._metrics = metrics
+        self._prepare = prepare
+        self._release: weakref.finalize[Any, Fetcher] | None = None
         self._failures: dict[tuple[TopicPartition, int], int] = {}
         # the offset after each batch skipped by the last getmany(), by partition
         self.skipped_to: dict[TopicPartition, int] = {}
 
     async def getmany(
+        self, *partitions: TopicPartition, timeout_ms: int, max_records: int
+    ) -> dict[TopicPartition, list[Any]]:
+        if self._release is not None:
+            self._release()  # the last batch is checked
+            self._release = None
+        fetched = await self._getmany(*partitions, timeout_ms=timeout_ms, max_records=max_records)
+        if self._prepare is not None and fetched:
+            try:
+                release = await self._prepare(
+                    [record for records in fetched.values() for record in records]
+                )
+                self._release = weakref.finalize(self, release)
+            except BaseException:
+                assigned = self._consumer.assignment()
+                for tp, records in fetched.items():
+                    if tp in assigned:
+                        self._consumer.seek(tp, records[0].offset)
+                raise
+        return fetched
+
+    async def _getmany(
         self, *partitions: TopicPartition, timeout_ms: int, max_records: int
     ) -> dict[TopicPartition, list[Any]]:
         self.skipped_to = {}

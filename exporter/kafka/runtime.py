@@ -19,19 +19,20 @@ import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.errors import KafkaError
 from prometheus_client import CollectorRegistry
 
 from exporter import __version__
+from exporter.checks.lookup_cache import LookupCache
 from exporter.checks.store import ChunkStore
 from exporter.config.kafka import KafkaConnection
 from exporter.entailment.background import BackgroundJudge, HourlyBudget
 from exporter.entailment.judging import model_judge, sample_judging
 from exporter.entailment.lexical import LexicalJudge
-from exporter.errors import RestartRequired
+from exporter.errors import RestartRequired, SourceUnavailable
 from exporter.kafka.answers import AnswerChecker
 from exporter.kafka.chunks import ChunkFollower
 from exporter.kafka.clients import close, make_consumer, make_producer, topic_partitions
@@ -51,6 +52,9 @@ from exporter.records.limits import preview
 from exporter.settings import Settings
 from exporter.web.exposition import expose
 from exporter.web.heartbeat import Heartbeat
+
+if TYPE_CHECKING:
+    from exporter.postgres.lookup import PostgresLookup
 
 __all__ = ["Exporter"]
 
@@ -142,6 +146,8 @@ class Exporter:
         )
         self.registry, self.metrics, self.http = exposed.registry, exposed.metrics, exposed.http
         self._logged_problem: tuple[str, float] | None = None
+        # lookup mode: the database did not answer the last lookup (the problem is its)
+        self._lookup_down = False
 
     @property
     def problem(self) -> str | None:
@@ -202,8 +208,8 @@ class Exporter:
     async def _serve(self, stop: asyncio.Event) -> None:
         settings = self.settings
         # a fresh store each time: tombstones compacted away while we were gone must not leave
-        # deleted chunks behind
-        store = self.state.store = ChunkStore()
+        # deleted chunks behind. In lookup mode, the documents recent batches cited.
+        store = self.state.store = self._new_store()
         producer, chunk_consumer, answer_consumer, control_consumer, sharing = _clients(
             settings, self.clients
         )
@@ -224,22 +230,18 @@ class Exporter:
             settings.sweep_quiet_seconds,
             on_new_chunker=lambda _: setattr(self.state, "last_chunker_change", time.time()),
         )
-        pipeline, sweeps = self._pipeline_and_sweeps(store, watch, producer, publisher)
+        lookup = self._lookup(store)
+        pipeline, sweeps = self._pipeline_and_sweeps(store, watch, producer, publisher, lookup)
         try:
-            for client in (producer, chunk_consumer):
-                await client.start()
-            follower = ChunkFollower(chunk_consumer, settings.chunks_topic, pipeline, self.metrics)
-            await follower.assign(
-                await topic_partitions(
-                    producer, settings.chunks_topic, "chunks_topic", settings.kafka
-                )
+            await self._store_ready(
+                lookup,
+                producer,
+                chunk_consumer,
+                pipeline,
+                publisher=publisher,
+                background=background,
+                stop=stop,
             )
-            self.state.problem = None  # connected, and the store is loading: /readyz says so
-            following = asyncio.create_task(
-                self._follow(follower, publisher, stop), name="chunk follower"
-            )
-            background.append(following)
-            await self._until_ready(follower, following, stop)
             if stop.is_set():
                 return
             self.state.ready = True
@@ -277,13 +279,15 @@ class Exporter:
                 judging=judging,
             )
             checker.subscribe()
-            await self._check(checker, background, stop)
+            await self._check(checker, background, stop, lookup)
             try:
                 await asyncio.wait_for(checker.commit(), SHUTDOWN_GRACE_SECONDS)
             except TimeoutError:
                 log.warning("stopping: offsets not committed in time; the last batch is read again")
         finally:
             self.state.ready = False
+            if lookup is not None:
+                lookup.close()
             await sweeps.stop()
             for task in background:
                 task.cancel()
@@ -292,12 +296,93 @@ class Exporter:
             for client in reversed(clients):
                 await close(client)
 
+    def _new_store(self) -> ChunkStore:
+        """An empty store: the mirror of the chunk topic, or lookup mode's cache."""
+        settings = self.settings
+        if settings.chunk_lookup is None:
+            return ChunkStore()
+        return LookupCache(
+            max_bytes=settings.chunk_lookup_cache_bytes,
+            ttl_seconds=settings.chunk_lookup_ttl_seconds,
+        )
+
+    async def _store_ready(
+        self,
+        lookup: PostgresLookup | None,
+        producer: AIOKafkaProducer,
+        chunk_consumer: AIOKafkaConsumer,
+        pipeline: Pipeline,
+        *,
+        publisher: Publisher,
+        background: list[asyncio.Task[None]],
+        stop: asyncio.Event,
+    ) -> None:
+        """Until the store can be checked against: in lookup mode, the database answers; in
+        mirror mode, the store is loaded from the chunk topic's start (and then followed)."""
+        if lookup is not None:
+            await producer.start()
+            await self._until_lookup_answers(lookup, stop)
+            return
+        settings = self.settings
+        for client in (producer, chunk_consumer):
+            await client.start()
+        follower = ChunkFollower(chunk_consumer, settings.chunks_topic, pipeline, self.metrics)
+        await follower.assign(
+            await topic_partitions(producer, settings.chunks_topic, "chunks_topic", settings.kafka)
+        )
+        self.state.problem = None  # connected, and the store is loading: /readyz says so
+        following = asyncio.create_task(
+            self._follow(follower, publisher, stop), name="chunk follower"
+        )
+        background.append(following)
+        await self._until_ready(follower, following, stop)
+
+    def _lookup(self, store: ChunkStore) -> PostgresLookup | None:
+        """Lookup mode's database reader over ``store`` (a LookupCache); None: mirror mode."""
+        settings = self.settings
+        if settings.chunk_lookup is None:
+            return None
+        assert isinstance(store, LookupCache)
+        # psycopg, the postgres extra: settings made sure it is there
+        from exporter.postgres.lookup import PostgresLookup  # noqa: PLC0415
+
+        return PostgresLookup(
+            settings.chunk_lookup.get_secret_value(),
+            settings.chunk_layout,
+            store,
+            settings.limits,
+            self.metrics,
+        )
+
+    async def _until_lookup_answers(self, lookup: PostgresLookup, stop: asyncio.Event) -> None:
+        """Lookup mode's readiness: the database answers the layout's query."""
+        backoff = _Backoff()
+        while not stop.is_set():
+            try:
+                await lookup.check()
+            except SourceUnavailable as exc:
+                self._lookup_down = True
+                self._report(str(exc))
+                await backoff.wait(stop, None)
+                continue
+            self._lookup_answers(lookup)
+            return
+
+    def _lookup_answers(self, lookup: PostgresLookup) -> None:
+        if self._lookup_down:
+            log.warning("%s answers again: checking resumes", lookup.name)
+        else:
+            log.info("looking chunks up in %s (%s)", lookup.name, lookup.layout.describe())
+        self._lookup_down = False
+        self.state.problem, self._logged_problem = None, None
+
     def _pipeline_and_sweeps(
         self,
         store: ChunkStore,
         watch: ReindexWatch,
         producer: AIOKafkaProducer,
         publisher: Publisher,
+        lookup: PostgresLookup | None,
     ) -> tuple[Pipeline, SweepRunner]:
         """The pipeline, and the sweeps of the answer topic that judge a sample of it."""
         settings = self.settings
@@ -309,6 +394,7 @@ class Exporter:
             watch=watch,
             sweep_judge_rate=0.0 if judging is None else 1.0,
             change_columns=settings.change_columns,
+            lookup=lookup,
         )
         sweeps = SweepRunner(
             lambda: make_consumer(settings.kafka, "sweep"),
@@ -362,7 +448,7 @@ class Exporter:
                 continue
             if cause is not None:
                 self._report(cause, "checks resume by themselves once it is fixed")
-            elif self.state.problem is not None:
+            elif self.state.problem is not None and not self._lookup_down:
                 log.warning("Kafka can be used again (%s)", self.state.problem)
                 self.state.problem, self._logged_problem = None, None
 
@@ -514,7 +600,11 @@ class Exporter:
         await publisher.delivered([await publisher.dead_letter(letter) for letter in letters])
 
     async def _check(
-        self, checker: AnswerChecker, background: list[asyncio.Task[None]], stop: asyncio.Event
+        self,
+        checker: AnswerChecker,
+        background: list[asyncio.Task[None]],
+        stop: asyncio.Event,
+        lookup: PostgresLookup | None = None,
     ) -> None:
         backoff = _Backoff()
         while not stop.is_set():
@@ -527,6 +617,16 @@ class Exporter:
                 backoff.reset()
             except KafkaError as exc:
                 await backoff.wait(stop, f"verdicts not delivered, batch will be re-checked: {exc}")
+            except SourceUnavailable as exc:
+                # nothing of the batch was checked: it is fetched again once the database answers
+                self._lookup_down = True
+                self.state.ready = False
+                self._report(str(exc), "checking paused, retrying with backoff")
+                await backoff.wait(stop, None)
+                continue
+            if self._lookup_down and lookup is not None:
+                self._lookup_answers(lookup)
+                self.state.ready = True
 
     @staticmethod
     async def _unless_stopped(

@@ -55,6 +55,12 @@ DURATION_BUCKETS = (
     0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
     0.05, 0.1, math.inf,
 )  # fmt: skip
+# A lookup's queries: a millisecond on a warm index, seconds for a scan or a slow database.
+LOOKUP_BUCKETS = (
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+    math.inf,
+)  # fmt: skip
+LOOKUP_KINDS = ("documents", "chunks")
 
 
 # A metric and the values of its labels: what one count goes to.
@@ -251,6 +257,35 @@ class ExporterMetrics:
             ["reason"],
             registry=registry,
         )
+        # lookup mode: the queries for what each batch cites, their time, the rows they gave
+        self.lookups = Counter(
+            "citation_lookups",
+            "Lookup mode: queries for the documents (kind documents) or the chunks by id "
+            "(kind chunks) a batch cites, by result: ok, or error (the database did not "
+            "answer; checking paused and the batch is fetched again).",
+            ["kind", "result"],
+            registry=registry,
+        )
+        self.lookup_duration = BatchHistogram(
+            "citation_lookup_duration_seconds",
+            "Lookup mode: time for one batch's lookup of a kind, its queries together.",
+            ["kind"],
+            LOOKUP_BUCKETS,
+            registry,
+        )
+        self.lookup_rows = Counter(
+            "citation_lookup_rows",
+            "Lookup mode: rows the lookups read, by outcome: chunk, or bad (no valid chunk "
+            "record: left out, as a sweep counts it).",
+            ["outcome"],
+            registry=registry,
+        )
+        for kind in LOOKUP_KINDS:
+            self.lookup_duration.labels(kind)
+            for result in ("ok", "error"):
+                self.lookups.labels(kind, result)
+        for outcome in ("chunk", "bad"):
+            self.lookup_rows.labels(outcome)
         self.build_info.labels(version).set(1)
         for mode in MODES:
             self._initialise(mode)
@@ -448,6 +483,17 @@ class ExporterMetrics:
     def dropped(self, reason: str, count: int = 1) -> None:
         """Count samples the judge behind the response did not take (queue full, budget)."""
         self._child(self.entailment_dropped, (reason,)).inc(count)
+
+    def looked_up(
+        self, kind: str, seconds: float, *, ok: bool, chunks: int = 0, bad: int = 0
+    ) -> None:
+        """Count one batch's lookup of ``kind`` (its queries together) and the rows it read."""
+        self._child(self.lookups, (kind, "ok" if ok else "error")).inc()
+        self.lookup_duration.observe_many((seconds,), kind)
+        if chunks:
+            self._child(self.lookup_rows, ("chunk",)).inc(chunks)
+        if bad:
+            self._child(self.lookup_rows, ("bad",)).inc(bad)
 
     def unreadable(self, topic: str, reason: str, count: int) -> None:
         """Count messages skipped because they could not be read from Kafka at all."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from exporter.checks.lookup_cache import LookupCache
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status
 
@@ -96,6 +97,18 @@ class StateCollector(Collector):
             "citation_store_documents",
             "Live documents held in memory.",
             store.document_count if store is not None else 0,
+        )
+        cache = store if isinstance(store, LookupCache) else None
+        yield _gauge(
+            "citation_lookup_cache_bytes",
+            "Lookup mode: what the documents held for recent batches cost, as bounded by "
+            "chunk_lookup_cache_bytes (0 with a mirror of the store).",
+            cache.held_bytes if cache is not None else 0,
+        )
+        yield _gauge(
+            "citation_lookup_cache_documents",
+            "Lookup mode: documents held for recent batches, looked-up missing ones included.",
+            cache.held_documents if cache is not None else 0,
         )
         yield _gauge(
             "citation_store_last_chunker_change_timestamp_seconds",

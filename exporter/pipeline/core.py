@@ -4,7 +4,8 @@ Chunk messages update the store; answer messages are checked and turned into an
 :class:`~exporter.pipeline.outcome.Outcome`: the verdicts to count and publish and the dead
 letter to write. The Kafka loops, sweeps over the answer topic, ``run --source`` and ``demo``
 all go through these two methods, so they judge alike; what they do with the outcomes (count
-them, publish them, add them to a summary) is theirs. No I/O and no metrics here.
+them, publish them, add them to a summary) is theirs. No I/O and no metrics here: in lookup
+mode the store is filled, before each batch, by a :class:`ChunkLookup` the caller passes in.
 
 Neither method raises for anything a message holds: whatever goes wrong while handling one
 message (a bad record, a limit exceeded, a bug in a check) becomes that message's dead letter,
@@ -14,12 +15,14 @@ with a bounded reason, so the caller can commit past it and go on.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
 from exporter.checks.engine import Policy
 from exporter.checks.store import ChunkStore
 from exporter.entailment.drawing import Drawing
+from exporter.pipeline.cited import Cited, cited_by
 from exporter.pipeline.messages import check_message, oversized
 from exporter.pipeline.outcome import DeadLetter, Mode, Origin, Outcome
 from exporter.pipeline.reindex import ReindexWatch
@@ -33,7 +36,7 @@ from exporter.records.change_events import (
 from exporter.records.decode import InvalidJson, RecordError, decode_chunk, parse_json
 from exporter.records.schema import Chunk, ChunkDeletion
 
-__all__ = ["LocalRecord", "Pipeline", "Record"]
+__all__ = ["ChunkLookup", "LocalRecord", "Pipeline", "Record"]
 
 
 class Record(Protocol):
@@ -62,6 +65,19 @@ class LocalRecord:
     value: bytes | None
 
 
+class ChunkLookup(Protocol):
+    """Fetches what a batch cites into the store before it is checked (lookup mode: the
+    store holds only that) and keeps it there until the function it returns is called;
+    raises :class:`~exporter.errors.SourceUnavailable` when it cannot, and then nothing of
+    the batch may be checked."""
+
+    async def prepare(self, cited: Cited) -> Callable[[], None]: ...
+
+
+def _nothing() -> None:
+    """What a mirror's batch releases once checked."""
+
+
 DEFAULT_CHANGE_COLUMNS = ChangeColumns()
 
 
@@ -77,8 +93,10 @@ class Pipeline:
         watch: ReindexWatch | None = None,
         sweep_judge_rate: float = 0.0,
         change_columns: ChangeColumns = DEFAULT_CHANGE_COLUMNS,
+        lookup: ChunkLookup | None = None,
     ) -> None:
         self.store = store
+        self._lookup = lookup
         # how a Debezium change event of the chunks table becomes a chunk record
         self._change_columns = change_columns
         self._policy = policy
@@ -87,6 +105,20 @@ class Pipeline:
         self._sweep_policy = dataclasses.replace(policy, judge_rate=sweep_judge_rate)
         self._publish_all = publish_all
         self._watch = watch
+
+    @property
+    def looks_up(self) -> bool:
+        """Whether the store holds only what :meth:`prepare` fetched (lookup mode)."""
+        return self._lookup is not None
+
+    async def prepare(self, records: Iterable[Record]) -> Callable[[], None]:
+        """Before a batch is checked: in lookup mode, fetch what it cites into the store
+        (raises :class:`~exporter.errors.SourceUnavailable` when the store cannot answer);
+        with a mirror, nothing. Call what it returns once the batch is checked."""
+        if self._lookup is None:
+            return _nothing
+        values = (record.value for record in records)
+        return await self._lookup.prepare(cited_by(values, self._policy.limits))
 
     def chunk(self, record: Record) -> Outcome:
         """Apply one chunk message (an upsert, a deletion record, or a tombstone).

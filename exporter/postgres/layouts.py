@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 from psycopg import sql
@@ -23,7 +23,15 @@ from exporter.config.postgres import ChunkLayout
 from exporter.records.change_events import node_offset
 from exporter.records.limits import Oversized
 
-__all__ = ["LayoutQuery", "citation_record", "layout_query", "query_record", "row_record"]
+__all__ = [
+    "LayoutQuery",
+    "LookupBy",
+    "citation_record",
+    "layout_query",
+    "lookup_query",
+    "query_record",
+    "row_record",
+]
 
 # the columns of a library layout's query, in order
 COLUMNS = (
@@ -48,50 +56,61 @@ def _table(name: str) -> sql.Identifier:
     return sql.Identifier(*name.split(".", 1))
 
 
-def layout_query(layout: ChunkLayout, max_bytes: int) -> LayoutQuery:
-    """The query that reads ``layout``'s chunks, never fetching a text above ``max_bytes``."""
-    params: dict[str, Any] = {
-        "max": max_bytes,
-        "doc_id_key": layout.doc_id_key,
-        "version_key": layout.doc_version_key,
-        "offset_key": layout.offset_key,
-        "chunker_key": layout.chunker_key,
-    }
-    statement: sql.Composed | sql.SQL
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """A library layout's query in parts: what it selects from where, the rows that are its
+    chunks (None: all), the expressions of the chunk id and document id, and the order."""
+
+    select: sql.Composed | sql.SQL
+    scope: sql.Composed | sql.SQL | None
+    key: sql.Composed | sql.SQL
+    metadata: sql.Composed | sql.SQL
+    order: sql.Composed | sql.SQL
+
+
+_LANGCHAIN_COLUMNS = (
+    "SELECT e.id::text, "
+    "CASE WHEN octet_length(e.document) <= %(max)s THEN e.document END, "
+    "octet_length(e.document), "
+    "e.cmetadata ->> %(doc_id_key)s, e.cmetadata ->> %(version_key)s, "
+    "e.cmetadata ->> %(offset_key)s, e.cmetadata ->> %(chunker_key)s, NULL::text"
+)
+_LANGCHAIN_COLLECTION = "JOIN langchain_pg_collection c ON c.uuid = e.collection_id"
+
+
+def _shape(layout: ChunkLayout) -> tuple[_Shape, str, str, tuple[str, ...]]:
+    """The parts of ``layout``'s query, its key and metadata columns' names, its tables."""
+    select: sql.Composed | sql.SQL
     if layout.name == "langchain":
-        params["collection"] = layout.collection
-        statement = sql.SQL(
-            "SELECT e.id::text, "
-            "CASE WHEN octet_length(e.document) <= %(max)s THEN e.document END, "
-            "octet_length(e.document), "
-            "e.cmetadata ->> %(doc_id_key)s, e.cmetadata ->> %(version_key)s, "
-            "e.cmetadata ->> %(offset_key)s, e.cmetadata ->> %(chunker_key)s, NULL::text "
-            "FROM langchain_pg_embedding e "
-            "JOIN langchain_pg_collection c ON c.uuid = e.collection_id "
-            "WHERE c.name = %(collection)s ORDER BY e.id"
+        select = sql.SQL(
+            _LANGCHAIN_COLUMNS + " FROM langchain_pg_embedding e " + _LANGCHAIN_COLLECTION
         )
-        return LayoutQuery(
-            statement,
-            params,
-            "id",
-            "cmetadata",
-            ("langchain_pg_embedding", "langchain_pg_collection"),
+        shape = _Shape(
+            select,
+            sql.SQL("c.name = %(collection)s"),
+            sql.SQL("e.id"),
+            sql.SQL("e.cmetadata"),
+            sql.SQL("e.id"),
         )
+        return shape, "id", "cmetadata", ("langchain_pg_embedding", "langchain_pg_collection")
+    assert layout.table is not None
+    table = _table(layout.table)
     if layout.name == "langchain-v2":
-        assert layout.table is not None
-        statement = sql.SQL(
+        select = sql.SQL(
             "SELECT t.langchain_id::text, "
             "CASE WHEN octet_length(t.content) <= %(max)s THEN t.content END, "
             "octet_length(t.content), "
             "t.langchain_metadata ->> %(doc_id_key)s, t.langchain_metadata ->> %(version_key)s, "
             "t.langchain_metadata ->> %(offset_key)s, t.langchain_metadata ->> %(chunker_key)s, "
-            "NULL::text FROM {table} t ORDER BY t.langchain_id"
-        ).format(table=_table(layout.table))
-        return LayoutQuery(statement, params, "langchain_id", "langchain_metadata", (layout.table,))
-    assert layout.name == "llamaindex" and layout.table is not None
+            "NULL::text FROM {table} t"
+        ).format(table=table)
+        key = sql.SQL("t.langchain_id")
+        shape = _Shape(select, None, key, sql.SQL("t.langchain_metadata"), key)
+        return shape, "langchain_id", "langchain_metadata", (layout.table,)
+    assert layout.name == "llamaindex"
     # ref_doc_id is the string "None" when a node has no document; doc_id is the same value
     # under its older name. The offset is in _node_content, a JSON string of the node.
-    statement = sql.SQL(
+    select = sql.SQL(
         "SELECT t.node_id, "
         "CASE WHEN octet_length(t.text) <= %(max)s THEN t.text END, "
         "octet_length(t.text), "
@@ -101,9 +120,98 @@ def layout_query(layout: ChunkLayout, max_bytes: int) -> LayoutQuery:
         "t.metadata_ ->> %(chunker_key)s, "
         "CASE WHEN octet_length(t.metadata_ ->> '_node_content') <= %(max)s "
         "THEN t.metadata_ ->> '_node_content' END "
-        "FROM {table} t ORDER BY t.id"
-    ).format(table=_table(layout.table))
-    return LayoutQuery(statement, params, "node_id", "metadata_", (layout.table,))
+        "FROM {table} t"
+    ).format(table=table)
+    shape = _Shape(select, None, sql.SQL("t.node_id"), sql.SQL("t.metadata_"), sql.SQL("t.id"))
+    return shape, "node_id", "metadata_", (layout.table,)
+
+
+def _params(layout: ChunkLayout, max_bytes: int) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "max": max_bytes,
+        "doc_id_key": layout.doc_id_key,
+        "version_key": layout.doc_version_key,
+        "offset_key": layout.offset_key,
+        "chunker_key": layout.chunker_key,
+    }
+    if layout.name == "langchain":
+        params["collection"] = layout.collection
+    return params
+
+
+def _where(*conditions: sql.Composed | sql.SQL | None) -> sql.Composed | sql.SQL:
+    present = [condition for condition in conditions if condition is not None]
+    if not present:
+        return sql.SQL("")
+    return sql.SQL(" WHERE ") + sql.SQL(" AND ").join(present)
+
+
+def layout_query(layout: ChunkLayout, max_bytes: int) -> LayoutQuery:
+    """The query that reads ``layout``'s chunks, never fetching a text above ``max_bytes``."""
+    assert layout.name != "query"
+    shape, key_column, metadata_column, tables = _shape(layout)
+    statement = shape.select + _where(shape.scope) + sql.SQL(" ORDER BY ") + shape.order
+    return LayoutQuery(statement, _params(layout, max_bytes), key_column, metadata_column, tables)
+
+
+LookupBy = Literal["documents", "chunks"]
+
+
+def lookup_query(
+    layout: ChunkLayout, max_bytes: int, by: LookupBy, *, containment: bool = False
+) -> LayoutQuery:
+    """The query of lookup mode: ``layout``'s chunks of the documents in ``%(ids)s`` (a text
+    array), or the chunks with those ids, in the order :func:`layout_query` reads them.
+
+    The document filter is the metadata key compared as text, the key written as a literal so
+    that an expression index on it (LlamaIndex makes one on ``metadata_ ->> 'ref_doc_id'``)
+    serves it; with ``containment`` (LangChain's JSONB ``cmetadata``) it is ``@>`` for each
+    id, which the GIN index LangChain makes serves. A query of the user's own is filtered on
+    its ``doc_id`` and ``chunk_id`` columns. ``containment`` is for the langchain layout.
+    """
+    params = _params(layout, max_bytes)
+    if layout.name == "query":
+        assert layout.query is not None
+        # the user's text as written: a % in it is no placeholder
+        own = sql.SQL(layout.query.strip().rstrip(";").replace("%", "%%"))
+        column = sql.Identifier("doc_id" if by == "documents" else "chunk_id")
+        statement = (
+            sql.SQL("SELECT q.* FROM (")
+            + own
+            + sql.SQL(") AS q WHERE q.{} = ANY(%(ids)s)").format(column)
+        )
+        return LayoutQuery(statement, params, "chunk_id", "", ())
+    shape, key_column, metadata_column, tables = _shape(layout)
+    if by == "chunks":
+        # a UUID key (PGVectorStore's) is compared as one: the caller passes only ids that
+        # are a UUID's text; the other layouts' keys are text
+        cast = sql.SQL("::uuid[]" if layout.name == "langchain-v2" else "::text[]")
+        condition = shape.key + sql.SQL(" = ANY(%(ids)s") + cast + sql.SQL(")")
+    elif containment:
+        # driven by the ids, each its own @> probe of LangChain's GIN index: the subquery
+        # fenced (OFFSET 0) so that the planner cannot turn it into a join that tests every
+        # row against every id (it did, reading the table a thousand times for a thousand ids)
+        statement = (
+            sql.SQL(_LANGCHAIN_COLUMNS)
+            + sql.SQL(
+                " FROM unnest(%(ids)s::text[]) AS wanted(doc) CROSS JOIN LATERAL (SELECT * "
+                "FROM langchain_pg_embedding i WHERE i.cmetadata @> jsonb_build_object({}, "
+                "wanted.doc) OFFSET 0) e "
+            ).format(sql.Literal(layout.doc_id_key))
+            + sql.SQL(_LANGCHAIN_COLLECTION)
+            + _where(shape.scope)
+            + sql.SQL(" ORDER BY ")
+            + shape.order
+        )
+        return LayoutQuery(statement, params, key_column, metadata_column, tables)
+    else:
+        condition = (
+            sql.SQL("(")
+            + shape.metadata
+            + sql.SQL(" ->> {}) = ANY(%(ids)s::text[])").format(sql.Literal(layout.doc_id_key))
+        )
+    statement = shape.select + _where(shape.scope, condition) + sql.SQL(" ORDER BY ") + shape.order
+    return LayoutQuery(statement, params, key_column, metadata_column, tables)
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,10 +19,10 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from exporter.config.postgres import redacted_uri
-from exporter.errors import InputError
+from exporter.errors import ExporterError, InputError
 from exporter.sources import RawRecord
 
-__all__ = ["CONNECT_TIMEOUT", "ROWS_PER_FETCH", "PostgresRead", "one_line"]
+__all__ = ["CONNECT_TIMEOUT", "ROWS_PER_FETCH", "PostgresRead", "connect", "one_line"]
 
 #: Rows fetched per round trip: memory is this many rows, never the table.
 ROWS_PER_FETCH = 2_000
@@ -82,18 +82,7 @@ class PostgresRead:
 
     @contextmanager
     def _snapshot(self) -> Iterator[psycopg.Connection[Any]]:
-        options: dict[str, Any] = {"application_name": "citation-exporter"}
-        try:
-            given = conninfo_to_dict(self._uri)
-        except psycopg.ProgrammingError as exc:
-            raise InputError(f"{self._name}: not a connection URI: {one_line(exc)}") from None
-        if "connect_timeout" not in given and "PGCONNECT_TIMEOUT" not in os.environ:
-            options["connect_timeout"] = CONNECT_TIMEOUT
-        try:
-            connection = psycopg.connect(self._uri, **options)
-        except psycopg.Error as exc:
-            reason = one_line(exc).removeprefix("connection failed: ")
-            raise InputError(f"{self._name}: cannot connect: {reason}") from None
+        connection = connect(self._uri, InputError)
         try:
             connection.read_only = True
             connection.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
@@ -114,6 +103,25 @@ class PostgresRead:
         found = connection.execute("SELECT to_regclass(%s)", (table,)).fetchone()
         if found is None or found[0] is None:
             raise InputError(f"{self._name}: no table {table} ({hint})")
+
+
+def connect(uri: str, error: type[ExporterError], **options: Any) -> psycopg.Connection[Any]:
+    """A connection as libpq makes it from ``uri`` (the ``PG*`` variables, a service file),
+    named ``citation-exporter``, given CONNECT_TIMEOUT unless the URI or PGCONNECT_TIMEOUT
+    says otherwise; a failure is ``error`` in one line naming the database without its
+    password."""
+    name = redacted_uri(uri)
+    try:
+        given = conninfo_to_dict(uri)
+    except psycopg.ProgrammingError as exc:
+        raise error(f"{name}: not a connection URI: {one_line(exc)}") from None
+    if "connect_timeout" not in given and "PGCONNECT_TIMEOUT" not in os.environ:
+        options.setdefault("connect_timeout", CONNECT_TIMEOUT)
+    try:
+        return psycopg.connect(uri, application_name="citation-exporter", **options)
+    except psycopg.Error as exc:
+        reason = one_line(exc).removeprefix("connection failed: ")
+        raise error(f"{name}: cannot connect: {reason}") from None
 
 
 def one_line(exc: BaseException) -> str:
