@@ -2,7 +2,7 @@
 
 Prints figures; asserts nothing.
 
-    python bench/lookup_bench.py [--answers 20000] [--documents 10000] [--rate 500]
+    python bench/lookup_bench.py [--answers 20000] [--documents 40000] [--rate 500]
 
 One simulated store (a day without a re-index: few citations failing) is written to LangChain
 PGVector's tables in Postgres and to a compacted chunk topic; the same answer messages go to a
@@ -185,7 +185,7 @@ async def _paced(
 
 
 async def _verdict_times(
-    bootstrap: str, topic: str, expected: int, seconds: float
+    bootstrap: str, topic: str, wanted: set[str], seconds: float
 ) -> dict[str, int]:
     consumer = AIOKafkaConsumer(
         topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest", group_id=None
@@ -194,7 +194,7 @@ async def _verdict_times(
     seen: dict[str, int] = {}
     try:
         deadline = time.monotonic() + seconds
-        while len(seen) < expected and time.monotonic() < deadline:
+        while not wanted <= seen.keys() and time.monotonic() < deadline:
             for records in (await consumer.getmany(timeout_ms=500)).values():
                 for record in records:
                     value = orjson.loads(record.value)
@@ -223,7 +223,7 @@ def _latency(
     try:
         exporter.wait_ready(300)
         sent_at, expected = asyncio.run(_paced(bootstrap, topics, answers, rate, seconds))
-        verdict_at = asyncio.run(_verdict_times(bootstrap, topics.verdicts, expected, 120))
+        verdict_at = asyncio.run(_verdict_times(bootstrap, topics.verdicts, set(sent_at), 120))
     finally:
         exporter.stop()
     latencies = sorted(verdict_at[cid] - sent_at[cid] for cid in sent_at if cid in verdict_at)
@@ -244,7 +244,7 @@ def _latency(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--answers", type=int, default=20000)
-    parser.add_argument("--documents", type=int, default=10000)
+    parser.add_argument("--documents", type=int, default=40000)
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--rate", type=float, default=500.0, help="messages a second")
     parser.add_argument("--seconds", type=float, default=20.0)
