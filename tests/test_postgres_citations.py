@@ -241,3 +241,92 @@ def test_a_time_column_is_rfc_3339(
     verdict = json.loads((tmp_path / "out.jsonl").read_text())
     assert code == 0, err
     assert verdict["status"] == "ok"
+
+
+def _docs_mapping() -> str:
+    """The mapping file docs/postgres.md shows (the test proves what the page says)."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "postgres.md").read_text()
+    start = page.index("```toml\n# citations.toml") + len("```toml\n")
+    return page[start : page.index("```", start)]
+
+
+MAPPING = _docs_mapping()
+
+
+def test_a_mapping_file_declares_the_table_once_and_sweeps_as_the_options_do(
+    database: str, scenario: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fill_flat(database, scenario["flat"], split_span=True, renamed=True)
+    mapping = tmp_path / "citations.toml"
+    mapping.write_text(MAPPING)
+    by_options, by_file = tmp_path / "options.jsonl", tmp_path / "mapping.jsonl"
+    options = [
+        "--citations-table", "public.answer_citations",
+        "--citations-column", "quote=cited_text",
+        "--citations-column", "chunk_start=span_start",
+        "--citations-column", "chunk_end=span_end",
+    ]  # fmt: skip
+    code, _ = _sweep(scenario["chunks"], database, by_options, capsys, *options)
+    mapped_code, mapped_err = _sweep(
+        scenario["chunks"], database, by_file, capsys, "--citations-mapping", str(mapping)
+    )
+    assert by_file.read_bytes() == by_options.read_bytes(), mapped_err
+    assert mapped_code == code
+    assert by_file.stat().st_size > 0
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ('table = "c"\ncolour = "red"\n', "unknown key 'colour'"),
+        ("table = 3\n", "table must be a string"),
+        ('table = "c"\ncolumns = ["quote"]\n', 'columns must be a table of FIELD = "column"'),
+        ('table = "c"\n[columns]\nqoute = "q"\n', "expected FIELD=COLUMN, FIELD one of"),
+        ('table = "c"\nquery = "SELECT 1"\n', "needs table or query (one of them)"),
+        ("[columns]\n", "needs table or query"),
+        ('table = "c; DROP TABLE x"\n', "expected a table name"),
+        ("table = ", "is not valid TOML"),
+        ("\x00" * 70_000, "larger than"),
+    ],
+)
+def test_a_mapping_file_that_cannot_work_is_one_line_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, named: str
+) -> None:
+    mapping = tmp_path / "citations.toml"
+    mapping.write_text(text)
+    code, err = _sweep(
+        tmp_path / "chunks.jsonl",
+        "postgresql://app:secret@127.0.0.1:1/app",
+        tmp_path / "out.jsonl",
+        capsys,
+        "--citations-mapping",
+        str(mapping),
+    )
+    assert code == 2
+    assert named in err and "citations.toml" in err, err
+    assert "secret" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_mapping_file_with_the_options_it_replaces_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mapping = tmp_path / "citations.toml"
+    mapping.write_text(MAPPING)
+    code, err = _sweep(
+        tmp_path / "chunks.jsonl",
+        "postgresql://app@127.0.0.1:1/app",
+        tmp_path / "out.jsonl",
+        capsys,
+        "--citations-mapping", str(mapping),
+        "--citations-table", "other",
+    )  # fmt: skip
+    assert code == 2 and "--citations-table or --citations-mapping" in err, err
+    code, err = _sweep(
+        tmp_path / "chunks.jsonl",
+        str(tmp_path / "citations.jsonl"),
+        tmp_path / "out.jsonl",
+        capsys,
+        "--citations-mapping",
+        str(mapping),
+    )
+    assert code == 2 and "--citations-mapping is for citations in Postgres" in err, err

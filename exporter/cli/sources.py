@@ -3,13 +3,15 @@
 ``--chunks FILE`` is JSON Lines; ``--chunks postgresql://...`` is the store read where it
 lives, in the layout ``--chunks-layout`` names or by ``--chunks-query``; ``--citations
 postgresql://...`` is an application's table (``--citations-table``, its columns renamed by
-``--citations-column``) or ``--citations-query``. psycopg (the ``postgres`` extra) is imported
-only then.
+``--citations-column``, or all of that declared once in ``--citations-mapping FILE``, the file
+``apply`` writes through too) or ``--citations-query``. psycopg (the ``postgres`` extra) is
+imported only then.
 """
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from exporter.config.postgres import (
     LAYOUTS,
@@ -19,6 +21,7 @@ from exporter.config.postgres import (
     redacted_uri,
 )
 from exporter.errors import SettingsError, UsageError
+from exporter.small_files import UnusableFile, load_toml, read_small_file
 from exporter.sources import ChunkSource, CitationSource
 from exporter.sources.jsonl import JsonLines
 
@@ -26,11 +29,16 @@ __all__ = [
     "add_chunk_store_arguments",
     "add_citation_table_arguments",
     "chunk_source",
+    "citation_mapping",
     "citation_source",
     "refuse_chunk_store",
 ]
 
+# A mapping file is a few lines; anything larger is not one.
+MAX_MAPPING_BYTES = 64 * 1024
+
 _CITATION_OPTIONS = (
+    ("--citations-mapping", "citations_mapping"),
     ("--citations-table", "citations_table"),
     ("--citations-query", "citations_query"),
     ("--citations-column", "citations_column"),
@@ -172,6 +180,26 @@ def add_citation_table_arguments(parser: argparse.ArgumentParser) -> None:
         help="any other schema: a query returning columns named like the record's fields, or "
         "one JSON column holding a citation or an answer event",
     )
+    group.add_argument(
+        "--citations-mapping",
+        metavar="FILE",
+        type=Path,
+        help="a TOML file declaring the table and its columns once, for every command that "
+        'reads or writes the citations: table = "[schema.]table" (or query = "SQL") and a '
+        '[columns] table of FIELD = "column"; instead of the three options above',
+    )
+
+
+def citation_mapping(path: Path) -> CitationTable:
+    """The citations table a mapping file declares; UsageError naming the file and why."""
+    try:
+        values = load_toml(read_small_file(path, MAX_MAPPING_BYTES))
+    except UnusableFile as exc:
+        raise UsageError(f"--citations-mapping {path}: {exc}") from None
+    try:
+        return CitationTable.from_mapping(values, str(path))
+    except SettingsError as exc:
+        raise UsageError(f"--citations-mapping {exc}") from None
 
 
 def citation_source(args: argparse.Namespace) -> CitationSource:
@@ -185,9 +213,19 @@ def citation_source(args: argparse.Namespace) -> CitationSource:
             )
         return JsonLines(citations)
     try:
-        mapping = CitationTable.of(
-            table=args.citations_table, query=args.citations_query, columns=args.citations_column
-        )
+        if args.citations_mapping is not None:
+            others = [option for option in given if option != "--citations-mapping"]
+            if others:
+                raise SettingsError(
+                    f"{others[0]} or --citations-mapping: the mapping file declares the table"
+                )
+            mapping = citation_mapping(args.citations_mapping)
+        else:
+            mapping = CitationTable.of(
+                table=args.citations_table,
+                query=args.citations_query,
+                columns=args.citations_column,
+            )
     except SettingsError as exc:
         raise UsageError(str(exc).replace("postgresql://...", redacted_uri(citations))) from None
     try:

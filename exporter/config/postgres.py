@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from exporter.errors import SettingsError
@@ -245,5 +245,44 @@ class CitationTable:
             mapping[field_name] = column
         return cls(table=table, query=query, columns=tuple(sorted(mapping.items())))
 
+    @classmethod
+    def from_mapping(cls, values: dict[str, Any], name: str) -> CitationTable:
+        """The table a mapping file declares (``name`` is the file, for messages), once for
+        every command that reads or writes the citations: ``table`` (or ``query``, read-only)
+        and a ``[columns]`` table of FIELD = "column"; a SettingsError names the key."""
+        unknown = sorted(set(values) - {"table", "query", "columns"})
+        if unknown:
+            raise SettingsError(
+                f"{name}: unknown key {unknown[0][:40]!r} (expected table or query, and columns)"
+            )
+        table, query, columns = values.get("table"), values.get("query"), values.get("columns")
+        for key, value in (("table", table), ("query", query)):
+            if value is not None and not isinstance(value, str):
+                raise SettingsError(f"{name}: {key} must be a string")
+        if columns is not None and not (
+            isinstance(columns, dict)
+            and all(isinstance(column, str) for column in columns.values())
+        ):
+            raise SettingsError(f'{name}: columns must be a table of FIELD = "column"')
+        renamed = [f"{field_name}={column}" for field_name, column in (columns or {}).items()]
+        try:
+            return cls.of(table=table, query=query, columns=renamed or None)
+        except SettingsError as exc:
+            message = str(exc)
+            for option, key in _MAPPING_KEYS:
+                message = message.replace(option, key)
+            raise SettingsError(f"{name}: {message}") from None
+
     def describe(self) -> str:
         return "--citations-query" if self.table is None else self.table
+
+
+# CitationTable.of's messages name the sweep's options; a mapping file's keys are these
+_MAPPING_KEYS = (
+    ("--citations postgresql://... needs", "a citations mapping needs"),
+    ("--citations-table TABLE", "table"),
+    ("--citations-query SQL", "query"),
+    ("--citations-table", "table"),
+    ("--citations-query", "query"),
+    ("--citations-column", "columns"),
+)
