@@ -23,6 +23,7 @@ share exactly this code.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +34,7 @@ from exporter.checks.nearby import span_check
 from exporter.checks.plugins import AnswerCheck, CitationCheck
 from exporter.checks.relocate import FOUND, UNIQUE, Budget, Place, PositionHint, relocate
 from exporter.checks.store import ChunkStore, DocumentView
-from exporter.checks.verdict import Action, FailedCheck, Repair, Status, Verdict
+from exporter.checks.verdict import Action, CitedAs, FailedCheck, Repair, Status, Verdict
 from exporter.defaults import DEFAULT_HIGH_SEVERITY_TOPICS, DEFAULT_THRESHOLD, in_similarity_range
 from exporter.records.limits import DEFAULT_LIMITS, Limits, failure
 from exporter.records.schema import Chunk, Citation, InvalidCitation
@@ -155,7 +156,8 @@ def _verdict(
     source: str | None,
     **details: Any,
 ) -> Verdict:
-    """A verdict carrying what every verdict of this citation carries, plus ``details``."""
+    """A verdict carrying what every verdict of this citation carries, plus ``details``; a
+    failing one (every verdict made here) says what the citation held, for ``apply``."""
     return Verdict(
         citation.citation_id,
         citation.answer_id,
@@ -166,8 +168,15 @@ def _verdict(
         live_version=live_version,
         topic=citation.topic,
         source=source,
+        cited=cited_as(citation),
         **details,
     )
+
+
+def cited_as(citation: Citation) -> CitedAs:
+    """What ``citation`` holds, as a verdict records it (the quote by its SHA-256)."""
+    digest = hashlib.sha256(citation.quote.encode("utf-8", "surrogatepass")).hexdigest()
+    return CitedAs(citation.chunk_id, citation.start, citation.end, digest)
 
 
 def check_citation(citation: Citation, store: ChunkStore, policy: Policy) -> Verdict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["Action", "FailedCheck", "Repair", "Status", "Verdict"]
+__all__ = ["Action", "CitedAs", "FailedCheck", "Repair", "Status", "Verdict"]
 
 
 class Status(StrEnum):
@@ -57,6 +57,17 @@ class Repair:
     how: str = "unique"
 
 
+@dataclass(frozen=True, slots=True)
+class CitedAs:
+    """What a failing citation held when it was checked: what applying its action expects its
+    stored row to hold still (a row changed since is a conflict, left alone)."""
+
+    chunk_id: str
+    start: int
+    end: int
+    quote_sha256: str
+
+
 @dataclass(slots=True)
 class Verdict:
     """One verdict per input citation (read-only by convention; not frozen, for speed).
@@ -84,6 +95,7 @@ class Verdict:
     topic: str | None = None
     source: str | None = None
     error: str | None = None
+    cited: CitedAs | None = None  # failing verdicts: what the citation held when checked
 
     @property
     def is_drift(self) -> bool:

@@ -32,7 +32,10 @@ __all__ = ["Candidate", "Drawing", "PackedCandidate", "chosen_candidates", "pack
 # A candidate as a tuple of plain values: what worker processes send and the sample keeps.
 PackedCandidate = tuple[int, int | None, tuple[Any, ...], tuple[Any, ...] | None, tuple[Any, ...]]
 
-_VERDICT_FIELDS = tuple(field.name for field in fields(Verdict) if field.name != "repair")
+# what a judge's sample needs of a verdict: not what applying it would check (``cited``)
+_VERDICT_FIELDS = tuple(
+    field.name for field in fields(Verdict) if field.name not in ("repair", "cited")
+)
 _verdict_values = attrgetter(*_VERDICT_FIELDS)
 _repair_values = attrgetter(*(field.name for field in fields(Repair)))
 _judge_input_values = attrgetter(*(field.name for field in fields(JudgeInput)))

@@ -99,6 +99,13 @@ def verdict_record(
             "shift": repair.shift,
         },
     }
+    cited = verdict.cited
+    if cited is not None:  # what apply expects the stored citation to hold still
+        record["cited"] = {
+            "chunk_id": cited.chunk_id,
+            "chunk_span": [cited.start, cited.end],
+            "quote_sha256": cited.quote_sha256,
+        }
     if verdict.error is not None:
         record["error"] = verdict.error
     if evidence is not None:
