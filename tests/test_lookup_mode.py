@@ -35,7 +35,7 @@ from exporter.outputs.verdicts import verdict_json
 from exporter.pipeline.cited import cited_by
 from exporter.pipeline.core import LocalRecord, Pipeline
 from exporter.postgres.layouts import LookupBy
-from exporter.postgres.lookup import PostgresLookup
+from exporter.postgres.lookup import Fetched, PostgresLookup
 from exporter.records.decode import decode_chunk
 from exporter.records.limits import DEFAULT_LIMITS
 from exporter.records.schema import Chunk
@@ -59,14 +59,14 @@ class RowsLookup(PostgresLookup):
         self.queries: list[tuple[str, tuple[str, ...]]] = []
         self.down = False
 
-    def _fetch(self, kind: LookupBy, ids: Sequence[str]) -> tuple[list[Chunk], int]:
+    def _fetch(self, kind: LookupBy, ids: Sequence[str]) -> Fetched:
         if self.down:
             raise psycopg.OperationalError("connection to server at 127.0.0.1, port 1 failed")
         self.queries.append((kind, tuple(ids)))
         wanted = set(ids)
         field = "doc_id" if kind == "documents" else "chunk_id"
         ordered = sorted(self.rows, key=lambda chunk: chunk.chunk_id)
-        return [row for row in ordered if getattr(row, field) in wanted], 0
+        return Fetched([row for row in ordered if getattr(row, field) in wanted])
 
 
 def _chunk(doc_id: str, ordinal: int, text: str, version: str = "v1", **extra: Any) -> Chunk:

@@ -30,7 +30,7 @@ from exporter.errors import SourceUnavailable
 from exporter.outputs.verdicts import verdict_json
 from exporter.pipeline.core import LocalRecord, Pipeline
 from exporter.postgres import PostgresChunks
-from exporter.postgres.layouts import lookup_query
+from exporter.postgres.layouts import containment_probes, lookup_query
 from exporter.postgres.lookup import PostgresLookup
 from exporter.records.decode import decode_chunk, parse_json
 from exporter.records.limits import DEFAULT_LIMITS
@@ -131,13 +131,15 @@ def test_a_documents_lookup_goes_through_the_index_the_library_makes(
         fill_llamaindex(database, rows, table="data_kb")
         chunk_layout, table = ChunkLayout.of("llamaindex", table="data_kb"), "data_kb"
     query = lookup_query(chunk_layout, 1000, "documents", containment=layout == "langchain")
+    ids = ["d7", "d9"]
     with psycopg.connect(database, autocommit=True) as connection:
         # what autovacuum does after a load: GIN's pending list merged, statistics gathered
         connection.execute(
             psycopg.sql.SQL("VACUUM ANALYZE {}").format(psycopg.sql.Identifier(table))
         )
         explained = connection.execute(
-            psycopg.sql.SQL("EXPLAIN ") + query.statement, {**query.params, "ids": ["d7", "d9"]}
+            psycopg.sql.SQL("EXPLAIN ") + query.statement,
+            {**query.params, "ids": ids, "probes": containment_probes("source", ids)},
         ).fetchall()
     plan = "\n".join(row[0] for row in explained)
     assert index in plan, plan

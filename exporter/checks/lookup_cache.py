@@ -41,6 +41,7 @@ _CHUNK_OVERHEAD_BYTES = 400
 # Cited chunks held on the side (not in a document fetched): at most this many, the oldest
 # dropped first.
 MAX_STRAY_CHUNKS = 100_000
+_REFUSED_KEPT = 4096
 
 
 class NotLookedUp(ExporterError):  # noqa: N818 - a condition, named as reasons are
@@ -88,6 +89,22 @@ class LookupCache(ChunkStore):
         self._max_bytes = max_bytes
         self._ttl = ttl_seconds
         self._pins: Counter[str] = Counter()  # documents a batch being checked cites
+        # documents a lookup gave up (too large to hold), and why: the last few thousand
+        self._refused: OrderedDict[str, str] = OrderedDict()
+
+    @property
+    def max_bytes(self) -> int:
+        return self._max_bytes
+
+    def refuse(self, doc_ids: Iterable[str], why: str) -> None:
+        """Documents a lookup found but cannot hold: their citations are not checked (a
+        check of one raises :class:`NotLookedUp` saying ``why``), never judged missing."""
+        for doc_id in doc_ids:
+            self._release(doc_id)
+            self._refused.pop(doc_id, None)
+            self._refused[doc_id] = why
+        while len(self._refused) > _REFUSED_KEPT:
+            self._refused.popitem(last=False)
 
     def pin(self, doc_ids: Iterable[str]) -> Lease:
         """Keep ``doc_ids`` from being dropped until the lease is released."""
@@ -127,6 +144,7 @@ class LookupCache(ChunkStore):
             ids = tuple(chunk.chunk_id for chunk in chunks)
             nbytes = sum(sys.getsizeof(c.text) + _CHUNK_OVERHEAD_BYTES for c in chunks)
             self._held[doc_id] = _Held(now, ids, nbytes)
+            self._refused.pop(doc_id, None)
             self._bytes += nbytes
             for chunk_id in ids:
                 self._strays.pop(chunk_id, None)  # held in its document now
@@ -193,7 +211,8 @@ class LookupCache(ChunkStore):
 
     def _require(self, doc_id: str) -> None:
         if doc_id not in self._held:
-            raise NotLookedUp(f"document {doc_id[:80]!r} was not looked up for this batch")
+            why = self._refused.get(doc_id, "was not looked up for this batch")
+            raise NotLookedUp(f"document {doc_id[:80]!r} {why}")
 
     @property
     def held_bytes(self) -> int:

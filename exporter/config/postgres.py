@@ -238,11 +238,24 @@ class CitationTable:
                     f"--citations-column {given[:80]!r}: expected FIELD=COLUMN, FIELD one of "
                     f"{', '.join(known)}"
                 )
-            if len(column) > 63:
+            if len(column.encode("utf-8", "surrogatepass")) > 63:
                 raise SettingsError(
-                    f"--citations-column {field_name}: a column name is at most 63 characters"
+                    f"--citations-column {field_name}: a column name is at most 63 bytes"
                 )
             mapping[field_name] = column
+        by_column: dict[str, str] = {}
+        for field_name, column in mapping.items():
+            if column in by_column:
+                raise SettingsError(
+                    f"--citations-column: {by_column[column]} and {field_name} both name column "
+                    f"{column[:63]!r} (one column holds one field)"
+                )
+            by_column[column] = field_name
+        if WHOLE_RECORD in mapping and len(mapping) > 1:
+            raise SettingsError(
+                "--citations-column record=COLUMN holds the whole record: no other column "
+                "is read with it"
+            )
         return cls(table=table, query=query, columns=tuple(sorted(mapping.items())))
 
     @classmethod
@@ -264,6 +277,13 @@ class CitationTable:
             and all(isinstance(column, str) for column in columns.values())
         ):
             raise SettingsError(f'{name}: columns must be a table of FIELD = "column"')
+        known = (*CITATION_FIELDS, *SPAN_COLUMNS, WHOLE_RECORD)
+        for field_name in columns or {}:
+            if field_name not in known:
+                raise SettingsError(
+                    f"{name}: [columns] {field_name[:40]!r} is no field of a citation (one of "
+                    f"{', '.join(known)})"
+                )
         renamed = [f"{field_name}={column}" for field_name, column in (columns or {}).items()]
         try:
             return cls.of(table=table, query=query, columns=renamed or None)

@@ -18,6 +18,7 @@ import psycopg
 from psycopg import sql
 
 from exporter.config.postgres import (
+    CITATION_FIELDS,
     REQUIRED_CITATION_FIELDS,
     SPAN_COLUMNS,
     WHOLE_RECORD,
@@ -85,29 +86,39 @@ class PostgresCitations(PostgresRead):
                 f"{self.name}: table {table} has no column {', '.join(absent)} "
                 f"(its columns: {_listed(columns)})"
             )
-        to_field = {column: field for field, column in renames.items()}
-        fields = tuple(to_field.get(column, column) for column in columns)
-        if WHOLE_RECORD in fields:
+        if WHOLE_RECORD in renames:
             column = renames[WHOLE_RECORD]
             return (
                 sql.SQL("SELECT {} FROM {}{}").format(
-                    sql.Identifier(column), identifier, self._order(connection, table, fields)
+                    sql.Identifier(column), identifier, self._order(connection, table, ())
                 ),
                 (WHOLE_RECORD,),
             )
-        present = set(fields)
+        # each field from its mapped column, else from the column named like it; a column
+        # named like a field that is mapped to another column is not read (the mapping wins)
+        known = (*CITATION_FIELDS, *SPAN_COLUMNS)
+        chosen = {
+            field: renames.get(field, field)
+            for field in known
+            if renames.get(field, field) in columns
+        }
+        present = set(chosen)
         if {*SPAN_COLUMNS} <= present:
             present.add("chunk_span")
         lacking = [field for field in REQUIRED_CITATION_FIELDS if field not in present]
         if lacking:
             raise InputError(
                 f"{self.name}: table {table} has no column for {', '.join(lacking)} (name "
-                f"them: --citations-column FIELD=COLUMN, or one JSON column: "
-                f"--citations-column record=COLUMN; its columns: {_listed(columns)})"
+                f"them: --citations-column FIELD=COLUMN or a --citations-mapping file's "
+                f"[columns], or one JSON column: record=COLUMN; its columns: "
+                f"{_listed(columns)})"
             )
+        fields = tuple(chosen)
         return (
-            sql.SQL("SELECT * FROM {}{}").format(
-                identifier, self._order(connection, table, fields)
+            sql.SQL("SELECT {} FROM {}{}").format(
+                sql.SQL(", ").join(sql.Identifier(chosen[field]) for field in fields),
+                identifier,
+                self._order(connection, table, fields),
             ),
             fields,
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
@@ -27,6 +28,7 @@ __all__ = [
     "LayoutQuery",
     "LookupBy",
     "citation_record",
+    "containment_probes",
     "layout_query",
     "lookup_query",
     "query_record",
@@ -158,27 +160,34 @@ LookupBy = Literal["documents", "chunks"]
 
 
 def lookup_query(
-    layout: ChunkLayout, max_bytes: int, by: LookupBy, *, containment: bool = False
+    layout: ChunkLayout,
+    max_bytes: int,
+    by: LookupBy,
+    *,
+    containment: bool = False,
+    fallback: bool = False,
 ) -> LayoutQuery:
     """The query of lookup mode: ``layout``'s chunks of the documents in ``%(ids)s`` (a text
-    array), or the chunks with those ids, in the order :func:`layout_query` reads them.
+    array), or the chunks with those ids, in the order :func:`layout_query` reads them. The
+    caller keeps only rows whose document is one it asked for (a filter may find more).
 
-    The document filter is the metadata key compared as text, the key written as a literal so
-    that an expression index on it (LlamaIndex makes one on ``metadata_ ->> 'ref_doc_id'``)
-    serves it; with ``containment`` (LangChain's JSONB ``cmetadata``) it is ``@>`` for each
-    id, which the GIN index LangChain makes serves. A query of the user's own is filtered on
-    its ``doc_id`` and ``chunk_id`` columns. ``containment`` is for the langchain layout.
+    The document filter is the metadata key compared as text, the key written into the
+    statement (an expression index on it, as LlamaIndex makes on ``metadata_ ->>
+    'ref_doc_id'``, serves only a constant); with ``containment`` (LangChain's JSONB
+    ``cmetadata``) it is one ``@>`` probe of LangChain's GIN index per value in
+    ``%(probes)s`` (a jsonb array: :func:`containment_probes`). ``fallback`` (LlamaIndex)
+    also finds rows that name their document under ``doc_id`` only, as the sweep reads them,
+    at the cost of a scan. A query of the user's own is filtered on its ``doc_id`` and
+    ``chunk_id`` columns.
     """
     params = _params(layout, max_bytes)
     if layout.name == "query":
         assert layout.query is not None
-        # the user's text as written: a % in it is no placeholder
-        own = sql.SQL(layout.query.strip().rstrip(";").replace("%", "%%"))
         column = sql.Identifier("doc_id" if by == "documents" else "chunk_id")
         statement = (
-            sql.SQL("SELECT q.* FROM (")
-            + own
-            + sql.SQL(") AS q WHERE q.{} = ANY(%(ids)s)").format(column)
+            sql.SQL("SELECT q.* FROM (\n")
+            + sql.SQL(_own_query(layout.query))
+            + sql.SQL("\n) AS q WHERE q.{} = ANY(%(ids)s)").format(column)
         )
         return LayoutQuery(statement, params, "chunk_id", "", ())
     shape, key_column, metadata_column, tables = _shape(layout)
@@ -188,16 +197,16 @@ def lookup_query(
         cast = sql.SQL("::uuid[]" if layout.name == "langchain-v2" else "::text[]")
         condition = shape.key + sql.SQL(" = ANY(%(ids)s") + cast + sql.SQL(")")
     elif containment:
-        # driven by the ids, each its own @> probe of LangChain's GIN index: the subquery
+        # driven by the probes, each its own @> probe of LangChain's GIN index: the subquery
         # fenced (OFFSET 0) so that the planner cannot turn it into a join that tests every
         # row against every id (it did, reading the table a thousand times for a thousand ids)
         statement = (
             sql.SQL(_LANGCHAIN_COLUMNS)
             + sql.SQL(
-                " FROM unnest(%(ids)s::text[]) AS wanted(doc) CROSS JOIN LATERAL (SELECT * "
-                "FROM langchain_pg_embedding i WHERE i.cmetadata @> jsonb_build_object({}, "
-                "wanted.doc) OFFSET 0) e "
-            ).format(sql.Literal(layout.doc_id_key))
+                " FROM unnest(%(probes)s::jsonb[]) AS wanted(probe) CROSS JOIN LATERAL "
+                "(SELECT * FROM langchain_pg_embedding i WHERE i.cmetadata @> wanted.probe "
+                "OFFSET 0) e "
+            )
             + sql.SQL(_LANGCHAIN_COLLECTION)
             + _where(shape.scope)
             + sql.SQL(" ORDER BY ")
@@ -205,13 +214,57 @@ def lookup_query(
         )
         return LayoutQuery(statement, params, key_column, metadata_column, tables)
     else:
-        condition = (
-            sql.SQL("(")
-            + shape.metadata
-            + sql.SQL(" ->> {}) = ANY(%(ids)s::text[])").format(sql.Literal(layout.doc_id_key))
-        )
+        key = _constant(layout.doc_id_key)
+        condition = sql.SQL("(") + shape.metadata + sql.SQL(f" ->> {key}) = ANY(%(ids)s::text[])")
+        if fallback:
+            metadata = shape.metadata
+            condition = (
+                sql.SQL("(")
+                + condition
+                + sql.SQL(" OR (COALESCE(")
+                + metadata
+                + sql.SQL(f" ->> {key}, 'None') = 'None' AND (")
+                + metadata
+                + sql.SQL(" ->> 'doc_id') = ANY(%(ids)s::text[])))")
+            )
     statement = shape.select + _where(shape.scope, condition) + sql.SQL(" ORDER BY ") + shape.order
     return LayoutQuery(statement, params, key_column, metadata_column, tables)
+
+
+def containment_probes(key: str, ids: Iterable[str]) -> list[str]:
+    """The ``@>`` probes that find the rows whose ``cmetadata ->> key`` is one of ``ids``: the
+    id as a JSON string, and as the JSON number, boolean, object or array it may spell
+    (``->>`` gives a number's text too); the caller rechecks what they find."""
+    probes = []
+    for value in ids:
+        probes.append(orjson.dumps({key: value}).decode())
+        try:
+            spelled = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            continue
+        if spelled is not None and not isinstance(spelled, str):
+            probes.append(orjson.dumps({key: spelled}).decode())
+    return probes
+
+
+def _constant(text: str) -> str:
+    """``text`` as an SQL string constant inside a statement run with parameters: quotes
+    doubled (standard_conforming_strings), and % doubled, which is no placeholder."""
+    return "'" + text.replace("'", "''").replace("%", "%%") + "'"
+
+
+# a trailing semicolon, and any comment after it: the query is wrapped as a subquery
+_TRAILING = re.compile(r";?\s*(?:--[^\n]*\s*)*$")
+
+
+def _own_query(query: str) -> str:
+    """The user's query as a subquery's text: a % in it is no placeholder, and a trailing
+    semicolon or comment cannot end the statement that wraps it."""
+    text = query.strip()
+    match = _TRAILING.search(text)
+    if match is not None and ";" in match.group(0):
+        text = text[: match.start()]
+    return text.replace("%", "%%")
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,8 +373,10 @@ def citation_record(
 def _plain(value: Any) -> Any:
     """A column value as JSON has it: a whole ``numeric`` as an integer, a time in RFC 3339,
     others as text."""
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else str(value)
+    if isinstance(value, Decimal):  # Infinity and NaN as text, for the decoder to refuse
+        return (
+            int(value) if value.is_finite() and value == value.to_integral_value() else str(value)
+        )
     if isinstance(value, (datetime, date)):
         return value.isoformat()
     if isinstance(value, (str, int, float, bool, list, dict)) or value is None:

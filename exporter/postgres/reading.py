@@ -16,7 +16,10 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
+from psycopg.abc import Buffer
+from psycopg.adapt import Loader
 from psycopg.conninfo import conninfo_to_dict
+from psycopg.types.datetime import DateLoader, TimestampLoader, TimestamptzLoader
 
 from exporter.config.postgres import redacted_uri
 from exporter.errors import ExporterError, InputError
@@ -113,15 +116,44 @@ def connect(uri: str, error: type[ExporterError], **options: Any) -> psycopg.Con
     name = redacted_uri(uri)
     try:
         given = conninfo_to_dict(uri)
-    except psycopg.ProgrammingError as exc:
-        raise error(f"{name}: not a connection URI: {one_line(exc)}") from None
+    except psycopg.ProgrammingError:
+        # libpq's message quotes what it could not parse, the password among it
+        raise error(f"{name}: not a connection URI libpq can read (check its escaping)") from None
     if "connect_timeout" not in given and "PGCONNECT_TIMEOUT" not in os.environ:
         options.setdefault("connect_timeout", CONNECT_TIMEOUT)
     try:
-        return psycopg.connect(uri, application_name="citation-exporter", **options)
+        connection = psycopg.connect(uri, application_name="citation-exporter", **options)
     except psycopg.Error as exc:
         reason = one_line(exc).removeprefix("connection failed: ")
         raise error(f"{name}: cannot connect: {reason}") from None
+    for type_name, loader in _LENIENT_LOADERS:
+        connection.adapters.register_loader(type_name, loader)
+    return connection
+
+
+def _lenient(loader: type[Loader]) -> type[Loader]:
+    """``loader``, giving a value Python cannot hold (``infinity``, a year past 9999) as the
+    server's text: a row's value is the record's to refuse, never the whole read's end."""
+
+    class Lenient(loader):  # type: ignore[valid-type, misc]
+        def load(self, data: Buffer) -> Any:
+            try:
+                return super().load(data)
+            except psycopg.DataError:
+                return bytes(data).decode("utf-8", "replace")
+
+    Lenient.__name__ = f"Lenient{loader.__name__}"
+    return Lenient
+
+
+_LENIENT_LOADERS = tuple(
+    (type_name, _lenient(loader))
+    for type_name, loader in (
+        ("date", DateLoader),
+        ("timestamp", TimestampLoader),
+        ("timestamptz", TimestamptzLoader),
+    )
+)
 
 
 def one_line(exc: BaseException) -> str:
