@@ -17,6 +17,7 @@ from typing import Any, Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from exporter.errors import SettingsError
+from exporter.pipeline.repairs import MARK_FIELDS
 
 __all__ = [
     "LAYOUTS",
@@ -232,7 +233,7 @@ class CitationTable:
         mapping: dict[str, str] = {}
         for given in columns or ():
             field_name, equals, column = given.partition("=")
-            known = (*CITATION_FIELDS, *SPAN_COLUMNS, WHOLE_RECORD)
+            known = (*CITATION_FIELDS, *SPAN_COLUMNS, *MARK_FIELDS, WHOLE_RECORD)
             if not equals or field_name not in known or not column:
                 raise SettingsError(
                     f"--citations-column {given[:80]!r}: expected FIELD=COLUMN, FIELD one of "
@@ -277,7 +278,7 @@ class CitationTable:
             and all(isinstance(column, str) for column in columns.values())
         ):
             raise SettingsError(f'{name}: columns must be a table of FIELD = "column"')
-        known = (*CITATION_FIELDS, *SPAN_COLUMNS, WHOLE_RECORD)
+        known = (*CITATION_FIELDS, *SPAN_COLUMNS, *MARK_FIELDS, WHOLE_RECORD)
         for field_name in columns or {}:
             if field_name not in known:
                 raise SettingsError(

@@ -1,0 +1,286 @@
+"""``citation-exporter apply`` on a real PostgreSQL (scripts/postgres-local) and on an archive.
+
+A store after a re-index, its citations in an application's table (with the migration of
+docs/apply.md): swept, applied, swept again. Every repaired citation is ok afterwards, the
+superseded ones are pinned, and no other row or column changed (a checksum of each); a row a
+concurrent writer changed between the sweep and the apply is a conflict, untouched; the same
+verdicts applied again change nothing; revert restores the table exactly; and the JSON Lines
+target makes the same changes in a copy of the archive.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from postgres_support import write_jsonl
+
+from exporter.cli import main
+from exporter.simulate.files import write_scenario
+from exporter.simulate.scenario import ScenarioConfig, build_scenario
+
+pytestmark = pytest.mark.slow
+
+NOW = "2026-06-01T00:00:00Z"
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "apply.md"
+FIELDS = (
+    "citation_id", "answer_id", "doc_id", "doc_version", "chunk_id", "chunk_span", "quote",
+    "prefix", "suffix", "topic",
+)  # fmt: skip
+
+
+def _migration() -> str:
+    page = DOCS.read_text()
+    start = page.index("```sql\n") + len("```sql\n")
+    return page[start : page.index("```", start)]
+
+
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("scenario")
+    paths = write_scenario(
+        build_scenario(
+            ScenarioConfig(
+                seed=27,
+                answers=400,
+                documents=20,
+                refresh_share=0.15,
+                delete_share=0.1,
+                resize_share=0.2,
+            )
+        ),
+        folder,
+    )
+    flat: list[dict[str, Any]] = []
+    for line in paths["citations"].read_text().splitlines():
+        record = json.loads(line)
+        for citation in record.get("citations", [record]):
+            merged = {
+                "answer_id": record.get("answer_id"),
+                "topic": record.get("topic"),
+                **citation,
+            }
+            flat.append({k: merged[k] for k in FIELDS if merged.get(k) is not None})
+    return {**paths, "flat": write_jsonl(folder / "flat.jsonl", flat)}
+
+
+def _fill(database: str, flat: Path) -> None:
+    rows = [json.loads(line) for line in flat.read_text().splitlines()]
+    with psycopg.connect(database) as connection:
+        connection.execute(
+            "CREATE TABLE answer_citations (citation_id text PRIMARY KEY, answer_id text, "
+            "doc_id text, doc_version text, chunk_id text, chunk_span integer[], quote text, "
+            "prefix text, suffix text, topic text, served_count integer DEFAULT 7)"
+        )
+        with connection.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO answer_citations (citation_id, answer_id, doc_id, doc_version, "
+                "chunk_id, chunk_span, quote, prefix, suffix, topic) VALUES (%(citation_id)s, "
+                "%(answer_id)s, %(doc_id)s, %(doc_version)s, %(chunk_id)s, %(chunk_span)s, "
+                "%(quote)s, %(prefix)s, %(suffix)s, %(topic)s)",
+                [{"prefix": None, "suffix": None, "topic": None, **row} for row in rows],
+            )
+        connection.execute(_migration())
+
+
+def _checksums(database: str) -> dict[str, str]:
+    with psycopg.connect(database) as connection:
+        rows = connection.execute(
+            "SELECT citation_id, md5(t::text) FROM answer_citations t ORDER BY citation_id"
+        ).fetchall()
+    return {str(key): str(digest) for key, digest in rows}
+
+
+def _exit(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _sweep(
+    chunks: Path, database: str, out: Path, capsys: pytest.CaptureFixture[str]
+) -> list[dict[str, Any]]:
+    _exit(
+        ["sweep", "--chunks", str(chunks), "--citations", database, "--citations-table",
+         "answer_citations", "--out", str(out), "--no-progress", "--now", NOW],
+        capsys,
+    )  # fmt: skip
+    return [json.loads(line) for line in out.read_text().splitlines()]
+
+
+def _apply(database: str, capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, Any]:
+    code, out, err = _exit(
+        ["apply", *extra, "--to", database, "--citations-table", "answer_citations",
+         "--now", NOW, "--format", "json"],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_sweep_apply_sweep_repairs_every_drifted_citation_and_touches_nothing_else(
+    database: str, scenario: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fill(database, scenario["flat"])
+    before = _checksums(database)
+    verdicts = _sweep(scenario["chunks"], database, tmp_path / "v1.jsonl", capsys)
+    by_status: dict[str, set[str]] = {}
+    for verdict in verdicts:
+        by_status.setdefault(verdict["status"], set()).add(verdict["citation_id"])
+    repaired, superseded = by_status["drift_repaired"], by_status["superseded"]
+    assert repaired and superseded
+
+    # a concurrent writer changes three repairable citations after the sweep
+    moved = sorted(repaired)[:3]
+    with psycopg.connect(database) as connection:
+        connection.execute(
+            "UPDATE answer_citations SET chunk_span = ARRAY[0, 1] WHERE citation_id = ANY(%s)",
+            (moved,),
+        )
+    before = {**before, **{k: v for k, v in _checksums(database).items() if k in moved}}
+
+    dry = _apply(database, capsys, str(tmp_path / "v1.jsonl"))
+    assert _checksums(database) == before  # a dry run writes nothing
+    assert dry["decisions"]["rewrite_offsets apply"] == len(repaired) - 3
+    assert dry["decisions"]["rewrite_offsets conflict"] == 3
+    assert sorted(dry["conflicts"]) == moved
+
+    applied = _apply(database, capsys, str(tmp_path / "v1.jsonl"), "--commit")
+    assert applied["decisions"] == dry["decisions"]
+    after = _checksums(database)
+    changed = {key for key in after if after[key] != before[key]}
+    failing = {v["citation_id"] for v in verdicts if v["action"] not in ("keep", "fix_record")}
+    assert changed == failing - set(moved)  # only the citations acted on, not the conflicts
+
+    again = _verdicts_by_id(_sweep(scenario["chunks"], database, tmp_path / "v2.jsonl", capsys))
+    assert {again[cid]["status"] for cid in repaired - set(moved)} == {"ok"}
+    with psycopg.connect(database) as connection:
+        pinned = dict(
+            connection.execute(
+                "SELECT citation_id, pinned_version FROM answer_citations "
+                "WHERE pinned_version IS NOT NULL"
+            ).fetchall()
+        )
+        untouched = connection.execute(
+            "SELECT count(*) FROM answer_citations WHERE served_count <> 7"
+        ).fetchone()
+    assert set(pinned) == superseded
+    assert untouched == (0,)
+
+    # the same verdicts again: nothing changes, and it says so
+    twice = _apply(database, capsys, str(tmp_path / "v1.jsonl"), "--commit")
+    assert _checksums(database) == after
+    assert "rewrite_offsets apply" not in twice["decisions"]
+    assert twice["decisions"]["rewrite_offsets already"] == len(repaired) - 3
+
+    # revert puts the table back exactly
+    reverted = _apply(database, capsys, "--revert", applied["sweep"], "--commit")
+    assert sum(n for k, n in reverted["decisions"].items() if k.endswith(" apply")) == len(changed)
+    assert _checksums(database) == before
+
+
+def _verdicts_by_id(verdicts: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {verdict["citation_id"]: verdict for verdict in verdicts}
+
+
+def test_the_archive_gets_the_changes_the_table_gets(
+    database: str, scenario: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fill(database, scenario["flat"])
+    _sweep(scenario["chunks"], database, tmp_path / "v.jsonl", capsys)
+    _apply(database, capsys, str(tmp_path / "v.jsonl"), "--commit")
+    code, _, err = _exit(
+        ["apply", str(tmp_path / "v.jsonl"), "--to", str(scenario["flat"]), "--out",
+         str(tmp_path / "repaired.jsonl"), "--now", NOW, "--commit"],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    originals = [json.loads(line) for line in scenario["flat"].read_text().splitlines()]
+    copies = [json.loads(line) for line in (tmp_path / "repaired.jsonl").read_text().splitlines()]
+    assert len(copies) == len(originals)
+    with psycopg.connect(database) as connection:
+        table = {
+            row[0]: row[1:]
+            for row in connection.execute(
+                "SELECT citation_id, chunk_id, chunk_span, pinned_version, degraded, dropped, "
+                "suppressed, repair_sweep FROM answer_citations"
+            )
+        }
+    for original, copy in zip(originals, copies, strict=True):
+        chunk_id, span, pinned, degraded, dropped, suppressed, sweep = table[copy["citation_id"]]
+        assert (copy["chunk_id"], copy["chunk_span"]) == (chunk_id, span)
+        assert copy.get("pinned_version") == pinned
+        assert (bool(copy.get("degraded")), bool(copy.get("dropped"))) == (degraded, dropped)
+        assert bool(copy.get("suppressed")) == suppressed and copy.get("repair_sweep") == sweep
+        # every other field as it was
+        assert {
+            k: v for k, v in copy.items() if k in original and k not in ("chunk_id", "chunk_span")
+        } == {k: v for k, v in original.items() if k not in ("chunk_id", "chunk_span")}
+
+
+def test_what_apply_refuses_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    archive = write_jsonl(tmp_path / "a.jsonl", [])
+    for argv, expected in (
+        (["apply", str(archive), "--to", str(archive)], "needs --out"),
+        (["apply", "--to", "postgresql://u@127.0.0.1:1/db"], "needs the sweep's verdict files"),
+        (["apply", str(tmp_path / "none.jsonl"), "--to", str(archive), "--out",
+          str(tmp_path / "o.jsonl")], "none.jsonl"),
+    ):  # fmt: skip
+        code, _, err = _exit(argv, capsys)
+        assert code == 2 and expected in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_crash_mid_apply_leaves_whole_batches_and_the_rerun_equals_one_clean_apply(
+    database: str,
+    scenario: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from exporter.postgres import apply as target
+
+    _fill(database, scenario["flat"])
+    _sweep(scenario["chunks"], database, tmp_path / "v.jsonl", capsys)
+    monkeypatch.setattr(target, "BATCH", 7)
+    writes = 0
+    real_write = target.PostgresTarget._write
+
+    def crashing(self: Any, *args: Any) -> None:
+        nonlocal writes
+        writes += 1
+        if writes == 12:  # inside the second batch: the first is committed, this one not
+            raise KeyboardInterrupt
+        real_write(self, *args)
+
+    monkeypatch.setattr(target.PostgresTarget, "_write", crashing)
+    interrupted = main(
+        ["apply", str(tmp_path / "v.jsonl"), "--to", database, "--citations-table",
+         "answer_citations", "--now", NOW, "--commit"]
+    )  # fmt: skip
+    assert interrupted == 130
+    with psycopg.connect(database) as connection:
+        done = connection.execute(
+            "SELECT count(*) FROM answer_citations WHERE repair_sweep IS NOT NULL"
+        ).fetchone()
+    assert done == (7,)  # the first batch whole, nothing of the second
+    monkeypatch.setattr(target.PostgresTarget, "_write", real_write)
+    rerun = _apply(database, capsys, str(tmp_path / "v.jsonl"), "--commit")
+    assert sum(n for k, n in rerun["decisions"].items() if k.endswith(" already")) == 7
+    crashed = _checksums(database)
+    # one clean apply of the same verdicts on a fresh copy of the table gives the same rows
+    with psycopg.connect(database, autocommit=True) as connection:
+        connection.execute("CREATE DATABASE clean_apply")
+    try:
+        other = database.rsplit("/", 1)[0] + "/clean_apply"
+        _fill(other, scenario["flat"])
+        _apply(other, capsys, str(tmp_path / "v.jsonl"), "--commit")
+        assert _checksums(other) == crashed
+    finally:
+        with psycopg.connect(database, autocommit=True) as connection:
+            connection.execute("DROP DATABASE clean_apply WITH (FORCE)")
