@@ -39,7 +39,7 @@ def _ratio_lines(summary: SweepSummary, gate: Gate | None) -> list[str]:
 
     lines = [
         f"  drift ratio       {summary.drift_ratio:7.2%}{line(DRIFT)}",
-        f"    repaired        {summary.repaired_ratio:7.2%}   applying the repairs fixes these",
+        f"    repaired        {summary.repaired_ratio:7.2%}   citation-exporter apply fixes these",
         f"    unrepaired      {summary.unrepaired_ratio:7.2%}{line(UNREPAIRED)}",
         f"  missing documents {summary.missing_ratio:7.2%}{line(MISSING)}",
         f"  invalid records   {summary.invalid_ratio:7.2%}{line(INVALID)}",

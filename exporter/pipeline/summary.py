@@ -232,7 +232,7 @@ class SweepSummary:
 
     @property
     def repaired_ratio(self) -> float:
-        """Drift that was repaired, per valid citation (applying the repairs fixes these)."""
+        """Drift that was repaired, per valid citation (citation-exporter apply fixes these)."""
         return self._share(Status.DRIFT_REPAIRED)
 
     @property
