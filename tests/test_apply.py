@@ -248,17 +248,17 @@ def test_a_crash_mid_apply_leaves_whole_batches_and_the_rerun_equals_one_clean_a
     _fill(database, scenario["flat"])
     _sweep(scenario["chunks"], database, tmp_path / "v.jsonl", capsys)
     monkeypatch.setattr(target, "BATCH", 7)
-    writes = 0
-    real_write = target.PostgresTarget._write
+    flushes = 0
+    real_flush = target.PostgresTarget._flush
 
     def crashing(self: Any, *args: Any) -> None:
-        nonlocal writes
-        writes += 1
-        if writes == 12:  # inside the second batch: the first is committed, this one not
+        nonlocal flushes
+        flushes += 1
+        real_flush(self, *args)
+        if flushes == 2:  # the second batch written, not committed: the first one is
             raise KeyboardInterrupt
-        real_write(self, *args)
 
-    monkeypatch.setattr(target.PostgresTarget, "_write", crashing)
+    monkeypatch.setattr(target.PostgresTarget, "_flush", crashing)
     interrupted = main(
         ["apply", str(tmp_path / "v.jsonl"), "--to", database, "--citations-table",
          "answer_citations", "--now", NOW, "--commit"]
@@ -269,7 +269,7 @@ def test_a_crash_mid_apply_leaves_whole_batches_and_the_rerun_equals_one_clean_a
             "SELECT count(*) FROM answer_citations WHERE repair_sweep IS NOT NULL"
         ).fetchone()
     assert done == (7,)  # the first batch whole, nothing of the second
-    monkeypatch.setattr(target.PostgresTarget, "_write", real_write)
+    monkeypatch.setattr(target.PostgresTarget, "_flush", real_flush)
     rerun = _apply(database, capsys, str(tmp_path / "v.jsonl"), "--commit")
     assert sum(n for k, n in rerun["decisions"].items() if k.endswith(" already")) == 7
     crashed = _checksums(database)

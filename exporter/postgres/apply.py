@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
@@ -114,6 +115,7 @@ class PostgresTarget:
             for batch in _batches(changes):
                 with connection.transaction():
                     held = self._rows(connection, [c.citation_id for c in batch], lock=commit)
+                    writes = _Writes()
                     for change in batch:
                         row = held.get(change.citation_id)
                         if row is None:
@@ -122,7 +124,14 @@ class PostgresTarget:
                         decision = decide(change, row)
                         tally.decided(change, decision)
                         if decision == "apply" and commit:
-                            self._write(connection, change, row, sweep, now)
+                            after = written(change, sweep, now)
+                            before = {name: _plain(_field(row, name)) for name in after}
+                            self._update(writes, change.citation_id, after)
+                            writes.audit.append(
+                                (sweep, change.citation_id, change.action, json.dumps(before),
+                                 json.dumps(after))
+                            )  # fmt: skip
+                    self._flush(connection, writes)
         return tally
 
     def revert(self, sweep: str, tally: Tally, *, commit: bool) -> Tally:
@@ -145,6 +154,7 @@ class PostgresTarget:
                 part = entries[start : start + BATCH]
                 with connection.transaction():
                     held = self._rows(connection, [e[1] for e in part], lock=commit)
+                    writes = _Writes()
                     for entry_id, citation_id, action, before, after in part:
                         row = held.get(citation_id)
                         key = (f"revert {action}", "conflict")
@@ -154,13 +164,9 @@ class PostgresTarget:
                         key = (f"revert {action}", "apply")
                         tally.decisions[key] = tally.decisions.get(key, 0) + 1
                         if commit:
-                            self._set(connection, citation_id, before)
-                            connection.execute(
-                                sql.SQL("UPDATE {} SET reverted_at = now() WHERE id = %s").format(
-                                    self._audit_table()
-                                ),
-                                (entry_id,),
-                            )
+                            self._update(writes, citation_id, before)
+                            writes.reverted.append((entry_id,))
+                    self._flush(connection, writes)
         return tally
 
     def _connected(self) -> Any:
@@ -203,47 +209,56 @@ class PostgresTarget:
             )
         return held
 
-    def _write(
-        self,
-        connection: psycopg.Connection[Any],
-        change: Change,
-        row: Held,
-        sweep: str,
-        now: str,
-    ) -> None:
-        after = written(change, sweep, now)
-        before = {name: _plain(_field(row, name)) for name in after}
-        self._set(connection, change.citation_id, after)
-        connection.execute(
-            sql.SQL(
-                "INSERT INTO {} (sweep, citation_id, action, before, after) "
-                "VALUES (%s, %s, %s, %s, %s)"
-            ).format(self._audit_table()),
-            (sweep, change.citation_id, change.action, json.dumps(before), json.dumps(after)),
-        )
-
-    def _set(
-        self, connection: psycopg.Connection[Any], citation_id: str, values: dict[str, Any]
-    ) -> None:
-        assignments: list[sql.Composable] = []
+    def _update(self, writes: _Writes, citation_id: str, values: dict[str, Any]) -> None:
+        """Queue the update of one row to ``values`` (by field): one statement per shape."""
+        columns: list[str] = []
         params: list[Any] = []
         for name, value in values.items():
             if name == "chunk_span" and self._split_span:
                 start, end = value if value is not None else (None, None)
-                for column, part in zip(self._span_columns(), (start, end), strict=True):
-                    assignments.append(sql.SQL("{} = %s").format(sql.Identifier(column)))
-                    params.append(part)
+                columns += self._span_columns()
+                params += [start, end]
                 continue
-            assignments.append(sql.SQL("{} = %s").format(sql.Identifier(self._column(name))))
+            columns.append(self._column(name))
             params.append(value)
-        connection.execute(
-            sql.SQL("UPDATE {} SET {} WHERE {}::text = %s").format(
-                self._table(),
-                sql.SQL(", ").join(assignments),
-                sql.Identifier(self._column("citation_id")),
-            ),
-            (*params, citation_id),
-        )
+        writes.updates.setdefault(tuple(columns), []).append((*params, citation_id))
+
+    def _flush(self, connection: psycopg.Connection[Any], writes: _Writes) -> None:
+        """Write a batch's queued changes: each statement once, for all its rows."""
+        with connection.cursor() as cursor:
+            for columns, rows in writes.updates.items():
+                statement = sql.SQL("UPDATE {} SET {} WHERE {} = %s").format(
+                    self._table(),
+                    sql.SQL(", ").join(
+                        sql.SQL("{} = %s").format(sql.Identifier(c)) for c in columns
+                    ),
+                    sql.Identifier(self._column("citation_id")),
+                )
+                cursor.executemany(statement, rows)
+            if writes.audit:
+                cursor.executemany(
+                    sql.SQL(
+                        "INSERT INTO {} (sweep, citation_id, action, before, after) "
+                        "VALUES (%s, %s, %s, %s, %s)"
+                    ).format(self._audit_table()),
+                    writes.audit,
+                )
+            if writes.reverted:
+                cursor.executemany(
+                    sql.SQL("UPDATE {} SET reverted_at = now() WHERE id = %s").format(
+                        self._audit_table()
+                    ),
+                    writes.reverted,
+                )
+
+
+@dataclass(slots=True)
+class _Writes:
+    """One batch's changes, queued to be written together at its end."""
+
+    updates: dict[tuple[str, ...], list[tuple[Any, ...]]] = field(default_factory=dict)
+    audit: list[tuple[Any, ...]] = field(default_factory=list)
+    reverted: list[tuple[Any, ...]] = field(default_factory=list)
 
 
 def _field(row: Held, name: str) -> Any:
