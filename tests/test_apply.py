@@ -11,11 +11,17 @@ target makes the same changes in a copy of the archive.
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
+from kafka_support import create_topics, free_port, produce, scrape, total
 from postgres_support import write_jsonl
 
 from exporter.cli import main
@@ -284,3 +290,71 @@ def test_a_crash_mid_apply_leaves_whole_batches_and_the_rerun_equals_one_clean_a
     finally:
         with psycopg.connect(database, autocommit=True) as connection:
             connection.execute("DROP DATABASE clean_apply WITH (FORCE)")
+
+
+def _stream(database: str, bootstrap: str, topics: Any, log: Path) -> tuple[Any, int]:
+    port = free_port()
+    env = {**os.environ, **topics.env(), "CITATION_EXPORTER_BOOTSTRAP_SERVERS": bootstrap}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "exporter.cli", "apply", "--from-kafka", "--commit", "--to",
+         database, "--citations-table", "answer_citations", "--metrics-port", str(port),
+         "--group-id", f"apply-{topics.answers}"],
+        env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    return process, port
+
+
+def _until(port: int, name: str, at_least: float, **labels: str) -> float:
+    deadline = time.monotonic() + 90
+    value = 0.0
+    while time.monotonic() < deadline:
+        try:
+            value = total(scrape(port), name, **labels)
+        except OSError:
+            value = 0.0
+        if value >= at_least:
+            return value
+        time.sleep(0.25)
+    raise AssertionError(f"{name}{labels} reached {value}, wanted {at_least}")
+
+
+@pytest.mark.kafka
+def test_the_verdicts_topic_is_applied_as_it_streams_once_and_all_of_it(
+    bootstrap: str,
+    database: str,
+    scenario: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _fill(database, scenario["flat"])
+    _sweep(scenario["chunks"], database, tmp_path / "v.jsonl", capsys)
+    lines = (tmp_path / "v.jsonl").read_bytes().splitlines()
+    dry = _apply(database, capsys, str(tmp_path / "v.jsonl"))
+    expected = sum(n for key, n in dry["decisions"].items() if key.endswith(" apply"))
+    assert expected > 0
+    topics = create_topics(bootstrap)
+    produce(bootstrap, topics.verdicts, [(None, line) for line in lines])
+    log = tmp_path / "apply.log"
+    process, port = _stream(database, bootstrap, topics, log)
+    try:
+        assert _until(port, "citation_apply_changes_total", expected, decision="apply") == expected
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0, log.read_text()
+    streamed = _checksums(database)
+    # the file's apply now finds every change made: nothing to apply, nothing in conflict
+    after = _apply(database, capsys, str(tmp_path / "v.jsonl"), "--commit")
+    assert not any(key.endswith((" apply", " conflict")) for key in after["decisions"]), after
+    assert _checksums(database) == streamed
+
+    # again, with the same group: the committed verdicts are not read again; the same verdicts
+    # sent once more are already applied, and change nothing
+    produce(bootstrap, topics.verdicts, [(None, line) for line in lines])
+    process, port = _stream(database, bootstrap, topics, log)
+    try:
+        _until(port, "citation_apply_changes_total", expected, decision="already")
+        assert total(scrape(port), "citation_apply_changes_total", decision="apply") == 0
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0, log.read_text()
+    assert _checksums(database) == streamed

@@ -91,6 +91,29 @@ def add_parser(commands: Any) -> None:
         "--now", metavar="TIME", help="repaired_at to write (RFC 3339; default: now)"
     )
     parser.add_argument("--format", choices=("text", "json"), default="text")
+    stream = parser.add_argument_group(
+        "streaming (--from-kafka): the verdicts topic applied as it comes, until SIGTERM"
+    )
+    stream.add_argument(
+        "--from-kafka",
+        action="store_true",
+        help="read the verdicts topic (its name and the connection from the settings, as "
+        "'run' reads them) in a consumer group of its own; offsets are committed only after "
+        "the transaction that applied them",
+    )
+    stream.add_argument("--config", type=Path, metavar="FILE", help="TOML file of settings")
+    stream.add_argument("--bootstrap-servers", metavar="HOSTS", help="Kafka brokers")
+    stream.add_argument(
+        "--group-id", default="citation-apply", help="its consumer group (default: %(default)s)"
+    )
+    stream.add_argument(
+        "--metrics-port",
+        type=int,
+        default=0,
+        metavar="PORT",
+        help="serve its metrics on /metrics there (default: none)",
+    )
+    stream.add_argument("--metrics-host", default="127.0.0.1", metavar="HOST")
     add_citation_table_arguments(parser)
 
 
@@ -104,6 +127,10 @@ def run(args: argparse.Namespace) -> int:
     )
     now = args.now or datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     database = is_postgres_uri(args.to)
+    if args.from_kafka:
+        if not database or args.verdicts or args.revert is not None:
+            raise UsageError("--from-kafka takes no verdict files, and a postgresql:// target")
+        return _stream(args, policy)
     if args.revert is not None:
         if not database or args.verdicts:
             raise UsageError("--revert SWEEP takes no verdict files, and a postgresql:// target")
@@ -128,6 +155,46 @@ def run(args: argparse.Namespace) -> int:
     else:
         tally = repair_archive(args.to, "/dev/null", changes, now, DEFAULT_LIMITS.max_message_bytes)
     _print(args, tally, changes.sweep, changes.verdicts)
+    return EXIT_OK
+
+
+def _stream(args: argparse.Namespace, policy: ApplyPolicy) -> int:
+    import asyncio  # noqa: PLC0415 - only the streaming apply runs an event loop
+    import signal  # noqa: PLC0415
+
+    from prometheus_client import CollectorRegistry, start_http_server  # noqa: PLC0415
+
+    from exporter.kafka.apply_stream import ApplyMetrics, stream_apply  # noqa: PLC0415
+    from exporter.settings import load_settings  # noqa: PLC0415
+
+    overrides = {"bootstrap_servers": args.bootstrap_servers} if args.bootstrap_servers else {}
+    try:
+        settings = load_settings(args.config, **overrides)
+    except SettingsError as exc:
+        raise UsageError(str(exc)) from None
+    target = _target(args)
+    registry = CollectorRegistry()
+    metrics = ApplyMetrics(registry)
+    if args.metrics_port:
+        start_http_server(args.metrics_port, addr=args.metrics_host, registry=registry)
+
+    async def streaming() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for number in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(number, stop.set)
+        await stream_apply(
+            settings.kafka,
+            settings.verdicts_topic,
+            target,
+            policy,
+            group_id=args.group_id,
+            commit=args.commit,
+            stop=stop,
+            metrics=metrics,
+        )
+
+    asyncio.run(streaming())
     return EXIT_OK
 
 
