@@ -39,7 +39,7 @@ QUOTE = "Annual plans renew automatically each year"
 
 def _fill(uri: str, rows: int) -> None:
     migration = (HERE.parent / "docs" / "apply.md").read_text()
-    start = migration.index("```sql\n") + len("```sql\n")
+    start = migration.index("```sql\nALTER TABLE") + len("```sql\n")
     with psycopg.connect(uri) as connection:
         connection.execute(
             "CREATE TABLE answer_citations (citation_id text PRIMARY KEY, answer_id text, "

@@ -10,6 +10,7 @@ target makes the same changes in a copy of the archive.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -39,9 +40,18 @@ FIELDS = (
 
 
 def _migration() -> str:
+    """The migration docs/apply.md gives (the test runs what the page says)."""
     page = DOCS.read_text()
-    start = page.index("```sql\n") + len("```sql\n")
+    start = page.index("```sql\nALTER TABLE") + len("```sql\n")
     return page[start : page.index("```", start)]
+
+
+def test_the_reference_schema_is_a_table_apply_and_the_sweep_take(database: str) -> None:
+    page = DOCS.read_text()
+    start = page.index("```sql\nCREATE TABLE") + len("```sql\n")
+    with psycopg.connect(database) as connection:
+        connection.execute(page[start : page.index("```", start)])
+        connection.execute(_migration())  # on a table that has the columns: nothing to do
 
 
 @pytest.fixture(scope="module")
@@ -358,3 +368,79 @@ def test_the_verdicts_topic_is_applied_as_it_streams_once_and_all_of_it(
         process.send_signal(signal.SIGTERM)
         assert process.wait(30) == 0, log.read_text()
     assert _checksums(database) == streamed
+
+
+QUOTE = "Annual plans renew automatically each year"
+
+
+def _synthetic(database: str, rows: int, verdicts: Path) -> None:
+    """``rows`` citations and a verdict file rewriting every one (a chunk-size change)."""
+    with psycopg.connect(database) as connection:
+        connection.execute(
+            "CREATE TABLE answer_citations (citation_id text PRIMARY KEY, answer_id text, "
+            "doc_id text, doc_version text, chunk_id text, chunk_span integer[], quote text)"
+        )
+        with connection.cursor() as cursor, cursor.copy("COPY answer_citations FROM STDIN") as copy:
+            for n in range(rows):
+                copy.write_row(
+                    (f"c{n:07}", "a", "d", "v1", f"d#{n % 7}", [100, 100 + len(QUOTE)], QUOTE)
+                )
+        connection.execute(_migration())
+    digest = hashlib.sha256(QUOTE.encode()).hexdigest()
+    with verdicts.open("w") as out:
+        for n in range(rows):
+            chunk_id = f"d#{n % 7}"
+            record = {
+                "citation_id": f"c{n:07}", "answer_id": "a", "doc_id": "d",
+                "status": "drift_repaired", "action": "rewrite_offsets",
+                "recorded_version": "v1", "live_version": "v1",
+                "repair": {"chunk_id": chunk_id, "chunk_span": [112, 112 + len(QUOTE)],
+                           "similarity": 100.0, "method": "exact", "how": "unique", "shift": 12},
+                "cited": {"chunk_id": chunk_id, "chunk_span": [100, 100 + len(QUOTE)],
+                          "quote_sha256": digest},
+            }  # fmt: skip
+            out.write(json.dumps(record) + "\n")
+
+
+def test_kill_9_mid_apply_then_the_same_command_ends_as_one_clean_apply(
+    database: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = 30_000
+    verdicts = tmp_path / "v.jsonl"
+    _synthetic(database, rows, verdicts)
+    argv = [sys.executable, "-m", "exporter.cli", "apply", str(verdicts), "--to", database,
+            "--citations-table", "answer_citations", "--now", NOW, "--commit"]  # fmt: skip
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    killed_at = 0
+    deadline = time.monotonic() + 60
+    with psycopg.connect(database, autocommit=True) as connection:
+        while time.monotonic() < deadline and process.poll() is None:
+            exists = connection.execute("SELECT to_regclass('citation_apply_audit')").fetchone()
+            if exists is not None and exists[0] is not None:
+                found = connection.execute("SELECT count(*) FROM citation_apply_audit").fetchone()
+                killed_at = int(found[0]) if found else 0
+                if killed_at >= 1000:
+                    break
+            time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait(30)
+    with psycopg.connect(database) as connection:
+        done = connection.execute(
+            "SELECT count(*) FROM answer_citations WHERE repair_sweep IS NOT NULL"
+        ).fetchone()
+        audited = connection.execute("SELECT count(*) FROM citation_apply_audit").fetchone()
+    assert done == audited and done is not None and done[0] % 500 == 0  # whole batches
+    assert 0 < done[0] < rows, "the kill came before or after the apply: no test"
+    again = subprocess.run(argv, capture_output=True, check=False)
+    assert again.returncode == 0, again.stderr
+    killed = _checksums(database)
+    with psycopg.connect(database, autocommit=True) as connection:
+        connection.execute("CREATE DATABASE clean_kill")
+    try:
+        other = database.rsplit("/", 1)[0] + "/clean_kill"
+        _synthetic(other, rows, tmp_path / "v2.jsonl")
+        _apply(other, capsys, str(verdicts), "--commit")
+        assert _checksums(other) == killed
+    finally:
+        with psycopg.connect(database, autocommit=True) as connection:
+            connection.execute("DROP DATABASE clean_kill WITH (FORCE)")
