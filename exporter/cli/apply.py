@@ -234,6 +234,10 @@ def _print(args: argparse.Namespace, tally: Tally, sweep: str, verdicts: int) ->
                     "conflicts": tally.conflicts,
                     "not_found": tally.not_found,
                     "not_found_ids": tally.not_found_ids,
+                    "examples": [
+                        {"citation_id": c.citation_id, "action": c.action, "writes": dict(c.after)}
+                        for c in tally.examples
+                    ],
                 },
                 indent=1,
             )
@@ -250,6 +254,9 @@ def _print(args: argparse.Namespace, tally: Tally, sweep: str, verdicts: int) ->
     if tally.skipped:
         skipped = ", ".join(f"{n:,} {r}" for r, n in sorted(tally.skipped.items()))
         print(f"  skipped: {skipped}")
+    for change in tally.examples:
+        writes = ", ".join(f"{name} = {json.dumps(value)}" for name, value in change.after.items())
+        print(f"  e.g. {change.citation_id} ({change.action}): {writes}")
     if tally.conflicts:
         shown = ", ".join(tally.conflicts)
         print(f"  conflicts (changed since the sweep, left alone): {shown}")

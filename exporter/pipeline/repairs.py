@@ -225,8 +225,10 @@ def _span(value: Any) -> tuple[int, int] | None:
     return None
 
 
-# Conflicts and citations not found listed by id in a tally (all are counted).
+# Conflicts and citations not found listed by id in a tally (all are counted); changes shown
+# as examples, per action.
 LISTED = 10
+EXAMPLES = 2
 
 
 @dataclass(slots=True)
@@ -239,12 +241,16 @@ class Tally:
     conflicts: list[str] = field(default_factory=list)
     not_found: int = 0
     not_found_ids: list[str] = field(default_factory=list)
+    # the first changes of each action, to show what an apply does before it is committed
+    examples: list[Change] = field(default_factory=list)
 
     def decided(self, change: Change, decision: str) -> None:
         key = (change.action, decision)
         self.decisions[key] = self.decisions.get(key, 0) + 1
         if decision == "conflict" and len(self.conflicts) < LISTED:
             self.conflicts.append(change.citation_id)
+        if decision == "apply" and self.decisions[key] <= EXAMPLES:
+            self.examples.append(change)
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
