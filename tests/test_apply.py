@@ -444,3 +444,133 @@ def test_kill_9_mid_apply_then_the_same_command_ends_as_one_clean_apply(
     finally:
         with psycopg.connect(database, autocommit=True) as connection:
             connection.execute("DROP DATABASE clean_kill WITH (FORCE)")
+
+
+def _one_verdict(path: Path, citation_id: str = "c1", **repair: Any) -> Path:
+    record = {
+        "citation_id": citation_id, "answer_id": "a", "doc_id": "d",
+        "status": "drift_repaired", "action": "rewrite_offsets", "recorded_version": "v1",
+        "repair": {"chunk_id": "d#0", "chunk_span": [112, 154], "similarity": 100.0,
+                   "how": "unique", **repair},
+        "cited": {"chunk_id": "d#0", "chunk_span": [100, 142],
+                  "quote_sha256": hashlib.sha256(QUOTE.encode()).hexdigest()},
+    }  # fmt: skip
+    path.write_text(json.dumps(record) + "\n")
+    return path
+
+
+def test_two_rows_of_one_citation_id_are_a_conflict_never_both_rewritten(
+    database: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with psycopg.connect(database) as connection:
+        connection.execute(
+            "CREATE TABLE answer_citations (citation_id text, answer_id text, doc_id text, "
+            "doc_version text, chunk_id text, chunk_span integer[], quote text)"
+        )
+        connection.execute(
+            "INSERT INTO answer_citations VALUES ('c1', 'a', 'd', 'v1', 'd#0', '{100,142}', %s), "
+            "('c1', 'a', 'd', 'v9', 'd#9', '{1,2}', 'another quote')",
+            (QUOTE,),
+        )
+        connection.execute(_migration())
+    before = _checksums(database)
+    result = _apply(database, capsys, str(_one_verdict(tmp_path / "v.jsonl")), "--commit")
+    assert result["decisions"] == {"rewrite_offsets conflict": 1}
+    assert _checksums(database) == before
+
+
+def test_a_revert_puts_back_only_its_own_tables_changes(
+    database: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    verdicts = _one_verdict(tmp_path / "v.jsonl")
+    with psycopg.connect(database) as connection:
+        for table in ("t1", "t2"):
+            connection.execute(
+                f"CREATE TABLE {table} (citation_id text PRIMARY KEY, answer_id text, doc_id "
+                "text, doc_version text, chunk_id text, chunk_span integer[], quote text)"
+            )
+            connection.execute(
+                f"INSERT INTO {table} VALUES ('c1', 'a', 'd', 'v1', 'd#0', '{{100,142}}', %s)",
+                (QUOTE,),
+            )
+            connection.execute(_migration().replace("answer_citations", table))
+    runs = {}
+    for table in ("t1", "t2"):
+        code, out, err = _exit(
+            ["apply", str(verdicts), "--to", database, "--citations-table", table, "--commit",
+             "--now", NOW, "--format", "json"], capsys)  # fmt: skip
+        assert code == 0, err
+        runs[table] = json.loads(out)["sweep"]
+    code, out, err = _exit(
+        ["apply", "--revert", runs["t1"], "--to", database, "--citations-table", "t1",
+         "--commit", "--format", "json"], capsys)  # fmt: skip
+    assert code == 0, err
+    assert json.loads(out)["decisions"] == {"revert rewrite_offsets apply": 1}
+    with psycopg.connect(database) as connection:
+        spans = [connection.execute(f"SELECT chunk_span FROM {t}").fetchone() for t in ("t1", "t2")]
+    assert spans == [([100, 142],), ([112, 154],)]  # t2 still holds its change
+
+
+@pytest.mark.parametrize(
+    ("setup", "argv_extra", "expected"),
+    [
+        ("ALTER TABLE answer_citations ALTER COLUMN dropped TYPE text", [],
+         "dropped (dropped must be boolean)"),
+        ("", ["--now", "yesterday-ish"], "expected an RFC 3339 time"),
+        ("", ["--only-how", "uniq"], "--only-how 'uniq'"),
+        ("DROP TABLE answer_citations", [], "no table answer_citations"),
+    ],
+)  # fmt: skip
+def test_what_the_table_or_options_cannot_take_is_one_line_exit_2(
+    *,
+    database: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    setup: str,
+    argv_extra: list[str],
+    expected: str,
+) -> None:
+    _synthetic(database, 3, tmp_path / "v.jsonl")
+    if setup:
+        with psycopg.connect(database) as connection:
+            connection.execute(setup)
+    code, _, err = _exit(
+        ["apply", str(tmp_path / "v.jsonl"), "--to", database, "--citations-table",
+         "answer_citations", *argv_extra], capsys)  # fmt: skip
+    assert code == 2 and expected in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_verdicts_no_table_could_hold_are_skipped_not_a_crash(
+    database: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _synthetic(database, 3, tmp_path / "unused.jsonl")
+    lines = [
+        _one_verdict(tmp_path / "a.jsonl", "c\x00001").read_text(),
+        _one_verdict(tmp_path / "b.jsonl", "c0000001", chunk_span=[0, 2**40]).read_text(),
+        _one_verdict(tmp_path / "c.jsonl", "c0000002", chunk_id="d#\x00").read_text(),
+    ]
+    verdicts = tmp_path / "v.jsonl"
+    verdicts.write_text("".join(lines))
+    result = _apply(database, capsys, str(verdicts), "--commit")
+    assert result["skipped"] == {"no_repair": 2, "not_a_verdict": 1}
+    assert result["decisions"] == {}
+
+
+def test_the_archive_keeps_every_integer_exact(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record = {"citation_id": "c1", "answer_id": "a", "doc_id": "d", "doc_version": "v1",
+              "chunk_id": "d#0", "chunk_span": [100, 142], "quote": QUOTE,
+              "served": 12345678901234567890123}  # fmt: skip
+    archive = tmp_path / "a.jsonl"
+    archive.write_text(
+        json.dumps(record) + "\n" + json.dumps({**record, "citation_id": None}) + "\n"
+    )
+    code, _, err = _exit(
+        ["apply", str(_one_verdict(tmp_path / "v.jsonl")), "--to", str(archive), "--out",
+         str(tmp_path / "r.jsonl"), "--commit", "--now", NOW], capsys)  # fmt: skip
+    assert code == 0, err
+    first, second = (tmp_path / "r.jsonl").read_text().splitlines()
+    assert json.loads(first)["served"] == 12345678901234567890123
+    assert json.loads(first)["chunk_span"] == [112, 154]
+    assert json.loads(second)["chunk_span"] == [100, 142]  # no id: never a match

@@ -16,7 +16,7 @@ from typing import Any
 from exporter.cli.common import EXIT_OK, UsageError
 from exporter.cli.sources import add_citation_table_arguments, citation_mapping
 from exporter.config.postgres import CitationTable, is_postgres_uri
-from exporter.errors import InputError, SettingsError
+from exporter.errors import InputError, OutputError, SettingsError
 from exporter.pipeline.repairs import ApplyPolicy, Tally
 from exporter.records.limits import DEFAULT_LIMITS
 
@@ -117,15 +117,30 @@ def add_parser(commands: Any) -> None:
     add_citation_table_arguments(parser)
 
 
+HOWS = ("unique", "context", "position_hint")
+
+
 def run(args: argparse.Namespace) -> int:
+    """The command; what cannot be read or written is one line and exit 2."""
+    try:
+        return _run(args)
+    except (InputError, OutputError) as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _run(args: argparse.Namespace) -> int:
     from exporter.files.repairs import read_changes, repair_archive  # noqa: PLC0415
 
-    policy = ApplyPolicy(
-        frozenset(h.strip() for h in (args.only_how or "").split(",") if h.strip()),
-        args.min_similarity,
-        args.never_suppress,
-    )
+    hows = frozenset(h.strip() for h in (args.only_how or "").split(",") if h.strip())
+    unknown = sorted(hows - set(HOWS))
+    if unknown:
+        raise UsageError(f"--only-how {unknown[0]!r}: expected some of {', '.join(HOWS)}")
+    policy = ApplyPolicy(hows, args.min_similarity, args.never_suppress)
     now = args.now or datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    try:
+        datetime.fromisoformat(now)
+    except ValueError:
+        raise UsageError(f"--now {now[:40]!r}: expected an RFC 3339 time") from None
     database = is_postgres_uri(args.to)
     if args.from_kafka:
         if not database or args.verdicts or args.revert is not None:
@@ -141,10 +156,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("apply needs the sweep's verdict files (or --revert SWEEP)")
     if not database and args.out is None:
         raise UsageError("--to ARCHIVE.jsonl needs --out REPAIRED.jsonl: never in place")
-    try:
-        changes = read_changes(args.verdicts, policy, DEFAULT_LIMITS.max_message_bytes)
-    except InputError as exc:
-        raise UsageError(str(exc)) from None
+    changes = read_changes(args.verdicts, policy, DEFAULT_LIMITS.max_message_bytes)
     ordered = list(changes.by_citation.values())
     if database:
         tally = _target(args).apply(

@@ -11,11 +11,10 @@ field of it, and every other line, as it was.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
-
-import orjson
 
 from exporter.errors import InputError
 from exporter.files.jsonl import open_input, open_output, read_lines
@@ -70,21 +69,31 @@ def repair_archive(archive: str, out: str, changes: Changes, now: str, max_bytes
     its sweep saw (already made: left; changed since: a conflict, left)."""
     tally = changes.tally
     pending = dict(changes.by_citation)
+    seen: set[str] = set()
     with open_input(archive) as source, open_output(out, [archive]) as sink:
         for _, line in read_lines(source.stream, max_bytes):
             if isinstance(line, Oversized):
                 raise InputError(f"{archive}: a line of {line.size:,} bytes is too long to copy")
-            sink.write(_repaired(line, pending, changes.sweep, now, tally) + b"\n")
+            sink.write(_repaired(line, changes, pending, seen, now, tally) + b"\n")
     for citation_id in pending:
         tally.missing(citation_id)
     return tally
 
 
-def _repaired(line: bytes, pending: dict[str, Change], sweep: str, now: str, tally: Tally) -> bytes:
-    """The line, with the changes its citations ask for made (the line itself when none)."""
+def _repaired(  # noqa: PLR0917 - one line's part of the copy
+    line: bytes,
+    changes: Changes,
+    pending: dict[str, Change],
+    seen: set[str],
+    now: str,
+    tally: Tally,
+) -> bytes:
+    """The line, with the changes its citations ask for made (the line itself when none).
+    Read by the standard library's parser, which keeps every integer exact; a citation id
+    found again in a later record is a conflict there (which copy the sweep saw is unknown)."""
     try:
-        record = parse_json(line)
-    except RecordError:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
         return line
     if not isinstance(record, dict):
         return line
@@ -94,7 +103,16 @@ def _repaired(line: bytes, pending: dict[str, Change], sweep: str, now: str, tal
     for citation in items:
         if not isinstance(citation, dict):
             continue
-        change = pending.pop(str(citation.get("citation_id")), None)
+        citation_id = citation.get("citation_id")
+        if not isinstance(citation_id, str):
+            continue
+        if citation_id in seen:
+            repeated = changes.by_citation.get(citation_id)
+            if repeated is not None:
+                tally.decided(repeated, "conflict")
+            continue
+        seen.add(citation_id)
+        change = pending.pop(citation_id, None)
         if change is None:
             continue
         held = Held(
@@ -107,6 +125,10 @@ def _repaired(line: bytes, pending: dict[str, Change], sweep: str, now: str, tal
         decision = decide(change, held)
         tally.decided(change, decision)
         if decision == "apply":
-            citation.update(written(change, sweep, now))
+            citation.update(written(change, changes.sweep, now))
             changed = True
-    return orjson.dumps(record) if changed else line
+    if not changed:
+        return line
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode(
+        "utf-8", "surrogatepass"
+    )

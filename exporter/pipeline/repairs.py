@@ -110,8 +110,9 @@ def plan(verdict: Any, policy: ApplyPolicy = ApplyPolicy()) -> Change | Skip:
     if "check" in verdict:
         return Skip("coverage_result")  # an answer's coverage: no citation row to change
     citation_id, action = verdict.get("citation_id"), verdict.get("action")
-    if not isinstance(citation_id, str) or not isinstance(action, str):
+    if not _is_id(citation_id) or not isinstance(action, str):
         return Skip("not_a_verdict")
+    assert isinstance(citation_id, str)
     if action not in ACTION_FIELDS:
         return Skip(action if action in ("keep", "fix_record") else "unknown_action", citation_id)
     expected = _expected(verdict)
@@ -126,7 +127,7 @@ def plan(verdict: Any, policy: ApplyPolicy = ApplyPolicy()) -> Change | Skip:
         assert isinstance(repair, dict)
         after = {"chunk_id": repair["chunk_id"], "chunk_span": list(repair["chunk_span"])}
     elif action == "pin_archived_version":
-        if not isinstance(verdict.get("recorded_version"), str):
+        if not _is_id(verdict.get("recorded_version")):
             return Skip("not_a_verdict", citation_id)
         after = {"pinned_version": verdict["recorded_version"]}
     elif action == "suppress_claim" and policy.never_suppress:
@@ -145,25 +146,34 @@ def _expected(verdict: dict[str, Any]) -> Expected | None:
         cited.get("chunk_span"),
         cited.get("quote_sha256"),
     )
-    if not (isinstance(chunk_id, str) and isinstance(digest, str) and _is_span(span)):
+    if not (_is_id(chunk_id) and isinstance(digest, str) and _is_span(span)):
         return None
-    assert isinstance(span, list)
+    assert isinstance(span, list) and isinstance(chunk_id, str)
     version = verdict.get("recorded_version")
     held_version = version if isinstance(version, str) else None
     return Expected(chunk_id, (span[0], span[1]), held_version, digest)
+
+
+# what a span's integers may be: an integer column's (PostgreSQL's integer, 32 bits)
+MAX_OFFSET = 2**31 - 1
 
 
 def _is_span(value: Any) -> bool:
     return (
         isinstance(value, list)
         and len(value) == 2
-        and all(type(v) is int and v >= 0 for v in value)
+        and all(type(v) is int and 0 <= v <= MAX_OFFSET for v in value)
         and value[0] <= value[1]
     )
 
 
+def _is_id(value: Any) -> bool:
+    """An id a table or an archive can hold: text, not empty, no NUL, bounded."""
+    return isinstance(value, str) and 0 < len(value) <= 1024 and "\x00" not in value
+
+
 def _refused_repair(repair: Any, policy: ApplyPolicy) -> str | None:
-    if not isinstance(repair, dict) or not isinstance(repair.get("chunk_id"), str):
+    if not isinstance(repair, dict) or not _is_id(repair.get("chunk_id")):
         return "no_repair"
     if not _is_span(repair.get("chunk_span")):
         return "no_repair"

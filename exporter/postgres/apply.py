@@ -28,10 +28,21 @@ from exporter.postgres.reading import connect, one_line
 __all__ = ["DEFAULT_AUDIT_TABLE", "PostgresTarget"]
 
 DEFAULT_AUDIT_TABLE = "citation_apply_audit"
+# what a mark column must be for the value apply writes to read back the same (PostgreSQL's
+# type oids: boolean; text, varchar; timestamptz, timestamp)
+_MARK_TYPES = {
+    "degraded": ("boolean", {16}),
+    "dropped": ("boolean", {16}),
+    "suppressed": ("boolean", {16}),
+    "pinned_version": ("text", {25, 1043}),
+    "repair_sweep": ("text", {25, 1043}),
+    "repaired_at": ("timestamptz", {1184, 1114}),
+}
 BATCH = 500
 _AUDIT_DDL = """CREATE TABLE IF NOT EXISTS {audit} (
   id bigserial PRIMARY KEY,
   sweep text NOT NULL,
+  target_table text NOT NULL,
   citation_id text NOT NULL,
   action text NOT NULL,
   before jsonb NOT NULL,
@@ -66,7 +77,18 @@ class PostgresTarget:
             raise InputError(f"{self.name}: no table {self.table}")
         with connection.cursor() as cursor:
             cursor.execute(sql.SQL("SELECT * FROM {} LIMIT 0").format(self._table()))
-            columns = {column.name for column in cursor.description or ()}
+            described = {column.name: column.type_code for column in cursor.description or ()}
+        columns = set(described)
+        wrong = [
+            f"{name} ({self._column(name)} must be {kind})"
+            for name, (kind, oids) in _MARK_TYPES.items()
+            if self._column(name) in described and described[self._column(name)] not in oids
+        ]
+        if wrong:
+            raise InputError(
+                f"{self.name}: table {self.table}: {', '.join(wrong)}, as the migration in "
+                "docs/apply.md makes them"
+            )
         self._split_span = (
             self._column("chunk_span") not in columns
             and {
@@ -101,15 +123,31 @@ class PostgresTarget:
     def apply(
         self, changes: Sequence[Change], tally: Tally, *, sweep: str, now: str, commit: bool
     ) -> Tally:
-        """Decide (and with ``commit`` make) every change, a transaction a batch."""
+        """Decide (and with ``commit`` make) every change, a transaction a batch; a batch the
+        server refuses is InputError in one line (the batches before it stay committed)."""
+        try:
+            return self._apply(changes, tally, sweep=sweep, now=now, commit=commit)
+        except psycopg.Error as exc:
+            raise InputError(f"{self.name} {self.table}: {one_line(exc)}") from None
+
+    def _apply(
+        self, changes: Sequence[Change], tally: Tally, *, sweep: str, now: str, commit: bool
+    ) -> Tally:
         marks = {name for change in changes for name in change.after} | {
             "repair_sweep",
             "repaired_at",
         }
         with self._connected() as connection:
-            self._check_columns(connection, marks if commit else set())
+            # a dry run checks what the commit will need, so that it can promise it
+            self._check_columns(connection, marks)
             if commit:
                 connection.execute(sql.SQL(_AUDIT_DDL).format(audit=self._audit_table()))
+                connection.execute(
+                    sql.SQL(
+                        "ALTER TABLE {} ADD COLUMN IF NOT EXISTS target_table text NOT NULL "
+                        "DEFAULT ''"
+                    ).format(self._audit_table())
+                )
             else:
                 connection.read_only = True  # a dry run can write nothing
             for batch in _batches(changes):
@@ -117,25 +155,32 @@ class PostgresTarget:
                     held = self._rows(connection, [c.citation_id for c in batch], lock=commit)
                     writes = _Writes()
                     for change in batch:
-                        row = held.get(change.citation_id)
-                        if row is None:
+                        if change.citation_id not in held:
                             tally.missing(change.citation_id)
                             continue
-                        decision = decide(change, row)
+                        row = held[change.citation_id]
+                        # two rows of one id: which the sweep saw is unknown, so neither
+                        decision = "conflict" if row is None else decide(change, row)
                         tally.decided(change, decision)
-                        if decision == "apply" and commit:
+                        if decision == "apply" and commit and row is not None:
                             after = written(change, sweep, now)
                             before = {name: _plain(_field(row, name)) for name in after}
                             self._update(writes, change.citation_id, after)
                             writes.audit.append(
-                                (sweep, change.citation_id, change.action, json.dumps(before),
-                                 json.dumps(after))
+                                (sweep, self.table, change.citation_id, change.action,
+                                 json.dumps(before), json.dumps(after))
                             )  # fmt: skip
                     self._flush(connection, writes)
         return tally
 
     def revert(self, sweep: str, tally: Tally, *, commit: bool) -> Tally:
         """Put back what ``sweep`` changed, where rows still hold what it wrote."""
+        try:
+            return self._revert(sweep, tally, commit=commit)
+        except psycopg.Error as exc:
+            raise InputError(f"{self.name} {self.table}: {one_line(exc)}") from None
+
+    def _revert(self, sweep: str, tally: Tally, *, commit: bool) -> Tally:
         with self._connected() as connection:
             self._check_columns(connection, set())
             exists = connection.execute("SELECT to_regclass(%s)", (self._audit,)).fetchone()
@@ -144,9 +189,9 @@ class PostgresTarget:
             entries = connection.execute(
                 sql.SQL(
                     "SELECT id, citation_id, action, before, after FROM {} WHERE sweep = %s "
-                    "AND reverted_at IS NULL ORDER BY id DESC"
+                    "AND target_table = %s AND reverted_at IS NULL ORDER BY id DESC"
                 ).format(self._audit_table()),
-                (sweep,),
+                (sweep, self.table),
             ).fetchall()
             if not commit:
                 connection.read_only = True
@@ -178,7 +223,7 @@ class PostgresTarget:
 
     def _rows(
         self, connection: psycopg.Connection[Any], keys: list[str], *, lock: bool
-    ) -> dict[str, Held]:
+    ) -> dict[str, Held | None]:
         present = self._present
         columns = [
             self._column("citation_id"),
@@ -194,7 +239,7 @@ class PostgresTarget:
             sql.Identifier(self._column("citation_id")),
             sql.SQL(" FOR UPDATE" if lock else ""),
         )
-        held: dict[str, Held] = {}
+        held: dict[str, Held | None] = {}  # None: more rows than one hold that id
         for row in connection.execute(statement, (keys,)):
             values = list(row)
             key, chunk_id = values[0], values[1]
@@ -204,6 +249,9 @@ class PostgresTarget:
             else:
                 span, rest = values[2], values[3:]
             doc_version, quote, *mark_values = rest
+            if str(key) in held:
+                held[str(key)] = None
+                continue
             held[str(key)] = Held(
                 chunk_id, span, doc_version, quote, dict(zip(present, mark_values, strict=True))
             )
@@ -238,8 +286,8 @@ class PostgresTarget:
             if writes.audit:
                 cursor.executemany(
                     sql.SQL(
-                        "INSERT INTO {} (sweep, citation_id, action, before, after) "
-                        "VALUES (%s, %s, %s, %s, %s)"
+                        "INSERT INTO {} (sweep, target_table, citation_id, action, before, "
+                        "after) VALUES (%s, %s, %s, %s, %s, %s)"
                     ).format(self._audit_table()),
                     writes.audit,
                 )
