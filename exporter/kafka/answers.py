@@ -78,7 +78,7 @@ class AnswerChecker:
         self._metrics = metrics
         self._publisher = publisher
         # in lookup mode a batch is handed out once what it cites is in the store
-        self._fetcher = Fetcher(consumer, metrics, pipeline.prepare)
+        self._fetcher = Fetcher(consumer, metrics, pipeline.prefetch)
         self._uncommitted: dict[TopicPartition, int] = {}
         self._lag_reported: set[tuple[str, int]] = set()
         self._last_yield = time.monotonic()

@@ -270,7 +270,7 @@ class GroupSweeper:
         position = max(part.position, min(first, part.target))
         consumer.seek(tp, position)
         counts: Counter[str] = Counter(part.counts)
-        fetcher = Fetcher(consumer, self._metrics, self._pipeline().prepare)
+        fetcher = Fetcher(consumer, self._metrics, self._pipeline().prefetch)
         self._metrics.state.sweep_running = True
         log.info(
             "sweeping partition %d for sweep %s from offset %d to %d",

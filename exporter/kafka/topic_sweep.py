@@ -227,7 +227,7 @@ class SweepRunner:
         sample = progress.sample
         # an attempt's own drawing: keys of a batch that failed must not linger in its filter
         drawing = None if sample is None else Drawing(progress.now, sample.seed, sample.capacity)
-        fetcher = Fetcher(consumer, self._metrics, self._pipeline().prepare)
+        fetcher = Fetcher(consumer, self._metrics, self._pipeline().prefetch)
         targets = progress.targets
         work = sum(targets[tp] - progress.beginnings[tp] for tp in assigned) or 1
         remaining = {tp for tp in assigned if progress.done[tp] < targets[tp]}

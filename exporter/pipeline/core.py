@@ -15,7 +15,7 @@ with a bounded reason, so the caller can commit past it and go on.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -110,6 +110,12 @@ class Pipeline:
     def looks_up(self) -> bool:
         """Whether the store holds only what :meth:`prepare` fetched (lookup mode)."""
         return self._lookup is not None
+
+    @property
+    def prefetch(self) -> Callable[[Iterable[Record]], Awaitable[Callable[[], None]]] | None:
+        """What a fetcher runs on each batch before handing it out: :meth:`prepare` in lookup
+        mode, None with a mirror (nothing to do, so nothing run per fetch)."""
+        return self.prepare if self._lookup is not None else None
 
     async def prepare(self, records: Iterable[Record]) -> Callable[[], None]:
         """Before a batch is checked: in lookup mode, fetch what it cites into the store

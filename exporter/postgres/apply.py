@@ -214,12 +214,9 @@ class PostgresTarget:
                     self._flush(connection, writes)
         return tally
 
-    def _connected(self) -> Any:
-        try:
-            # autocommit: each batch's transaction() is a transaction of its own
-            return connect(self._uri, InputError, autocommit=True)
-        except psycopg.Error as exc:  # pragma: no cover - connect raises InputError itself
-            raise InputError(f"{self.name}: {one_line(exc)}") from None
+    def _connected(self) -> psycopg.Connection[Any]:
+        # autocommit: each batch's transaction() is a transaction of its own
+        return connect(self._uri, InputError, autocommit=True)
 
     def _rows(
         self, connection: psycopg.Connection[Any], keys: list[str], *, lock: bool

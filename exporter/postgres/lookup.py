@@ -110,12 +110,9 @@ class PostgresLookup:
 
     async def _fetch_missing(self, cited: Cited) -> None:
         now = self._clock()
-        documents = self.cache.stale_documents(cited.doc_ids, now)
-        # an id no row can hold (PostgreSQL's text has no NUL) is missing, without a query
-        absent = [doc_id for doc_id in documents if "\x00" in doc_id]
+        documents, absent = _queryable(self.cache.stale_documents(cited.doc_ids, now))
         if absent:
             self.cache.hold_documents(absent, {}, now)
-            documents = [doc_id for doc_id in documents if "\x00" not in doc_id]
         if documents:
             fetched = await self._timed("documents", documents)
             by_document: dict[str, list[Chunk]] = {}
@@ -132,11 +129,9 @@ class PostgresLookup:
                     len(fetched.too_large),
                     next(iter(fetched.too_large))[:80],
                 )
-        chunks = self.cache.unknown_chunks(cited.chunk_ids, now)
-        unheld = [chunk_id for chunk_id in chunks if "\x00" in chunk_id]
+        chunks, unheld = _queryable(self.cache.unknown_chunks(cited.chunk_ids, now))
         if unheld:
             self.cache.hold_chunks(unheld, {}, now)
-            chunks = [chunk_id for chunk_id in chunks if "\x00" not in chunk_id]
         if chunks:
             found = await self._timed("chunks", chunks)
             by_id = {chunk.chunk_id: chunk for chunk in found.chunks}
@@ -322,6 +317,12 @@ class Fetched:
     chunks: list[Chunk] = field(default_factory=list)
     bad: int = 0
     too_large: set[str] = field(default_factory=set)
+
+
+def _queryable(ids: list[str]) -> tuple[list[str], list[str]]:
+    """``ids`` split into those a query can look for and those no row can hold (PostgreSQL's
+    text has no NUL): missing, without a query."""
+    return [i for i in ids if "\x00" not in i], [i for i in ids if "\x00" in i]
 
 
 def _parts(ids: list[str]) -> Iterator[list[str]]:
