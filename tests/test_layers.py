@@ -38,6 +38,7 @@ ADAPTERS = (
     "exporter.files",
     "exporter.sources.jsonl",
     "exporter.postgres",
+    "exporter.capture",
     "exporter.entailment.openai",
     "exporter.entailment.labels",
     "exporter.entailment.background",

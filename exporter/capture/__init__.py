@@ -1,0 +1,25 @@
+"""Capture at answer time: an LLM's cited answer -> an answer event the exporter can check.
+
+Every check and every repair downstream reads what was written when the answer was made: the
+``quote``, a span that indexes the chunk the store holds, and the hints that tell copies of a
+quote apart. This package writes them from what a framework returned, so a team does not
+compute them by hand: ``from_anthropic`` (more frameworks follow). Each returns a
+:class:`Captured`: the event, and every citation it refused with its reason; it never raises
+on what the framework's objects hold.
+"""
+
+from exporter.capture.anthropic import from_anthropic
+from exporter.capture.building import Captured, Refusal
+from exporter.capture.offsets import UNITS, Unit
+from exporter.records.fingerprint import document_fingerprint
+from exporter.records.schema import Chunk
+
+__all__ = [
+    "UNITS",
+    "Captured",
+    "Chunk",
+    "Refusal",
+    "Unit",
+    "document_fingerprint",
+    "from_anthropic",
+]

@@ -1,0 +1,78 @@
+"""Offsets in the unit a producer counts in, turned into code points (Python ``str`` indices).
+
+Records count in code points. JavaScript producers count UTF-16 code units and Gemini's
+grounding segments UTF-8 bytes; outside the Basic Multilingual Plane (an emoji, a CJK extension
+character) and, for bytes, outside ASCII, the same character sits at another number. An offset
+that falls inside a character (between the two halves of a surrogate pair, inside a UTF-8
+sequence) or past the text is refused, never rounded: it says the producer counted something
+other than the text it was given.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+__all__ = ["UNITS", "OffsetError", "Unit", "to_code_points"]
+
+Unit = Literal["code_point", "utf16", "utf8"]
+#: The units :func:`to_code_points` reads.
+UNITS: tuple[Unit, ...] = ("code_point", "utf16", "utf8")
+
+_CODECS = {"utf16": ("utf-16-le", 2), "utf8": ("utf-8", 1)}
+
+
+class OffsetError(ValueError):
+    """An offset that names no place between two characters of the text."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+
+
+def to_code_points(text: str, offset: int, unit: Unit) -> int:
+    """``offset``, counted in ``unit`` from the start of ``text``, as a code point index.
+
+    Raises :class:`OffsetError` (``offset_past_text``, ``offset_splits_character``) when the
+    offset is negative, past the end of the text or inside a character.
+    """
+    if type(offset) is not int or offset < 0:
+        raise OffsetError("offset_past_text", f"offset {offset!r} is not a non-negative integer")
+    if unit == "code_point" or text.isascii():
+        if offset > len(text):
+            raise OffsetError(
+                "offset_past_text", f"offset {offset} is past the text's {len(text)} characters"
+            )
+        return offset
+    if unit not in _CODECS:
+        raise ValueError(f"unit must be one of {', '.join(UNITS)}, not {unit!r}")
+    codec, width = _CODECS[unit]
+    # surrogatepass: a lone surrogate in the text is one unit of either encoding (three bytes)
+    encoded = text.encode(codec, "surrogatepass")
+    if offset * width > len(encoded):
+        raise OffsetError(
+            "offset_past_text",
+            f"offset {offset} is past the text's {len(encoded) // width} {unit} units",
+        )
+    try:
+        # strict: a prefix cut between the halves of a pair, or inside a UTF-8 sequence, fails
+        return len(encoded[: offset * width].decode(codec))
+    except UnicodeDecodeError:
+        return _walk(text, offset, unit)
+
+
+def _walk(text: str, offset: int, unit: Unit) -> int:
+    """The slow way, for a text that holds a lone surrogate (strict decoding refuses it)."""
+    units = 0
+    for index, character in enumerate(text):
+        if units == offset:
+            return index
+        point = ord(character)
+        if unit == "utf16":
+            units += 2 if point > 0xFFFF else 1
+        else:
+            units += 1 if point < 0x80 else 2 if point < 0x800 else 3 if point < 0x10000 else 4
+        if units > offset:
+            raise OffsetError(
+                "offset_splits_character", f"{unit} offset {offset} falls inside a character"
+            )
+    return len(text)

@@ -1,0 +1,113 @@
+"""Properties of capture: offsets convert exactly, and no response raises or writes a citation
+whose span does not hold its quote."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from exporter.capture import Chunk, from_anthropic
+from exporter.capture.offsets import OffsetError, to_code_points
+from exporter.capture.sentences import sentence_spans
+
+_TEXT = st.text(st.characters(codec=None), max_size=60)
+
+
+@given(_TEXT, st.data())
+def test_an_offset_in_any_unit_converts_to_its_code_point(text: str, data: st.DataObject) -> None:
+    at = data.draw(st.integers(0, len(text)))
+    head = text[:at]
+    assert to_code_points(text, at, "code_point") == at
+    assert to_code_points(text, len(head.encode("utf-16-le", "surrogatepass")) // 2, "utf16") == at
+    assert to_code_points(text, len(head.encode("utf-8", "surrogatepass")), "utf8") == at
+
+
+@given(_TEXT, st.integers(-3, 400), st.sampled_from(["code_point", "utf16", "utf8"]))
+def test_any_offset_converts_or_is_refused(text: str, offset: int, unit: Any) -> None:
+    try:
+        at = to_code_points(text, offset, unit)
+    except OffsetError as error:
+        assert error.reason in {"offset_past_text", "offset_splits_character"}
+    else:
+        assert 0 <= at <= len(text)
+
+
+@given(st.text(max_size=300))
+def test_sentences_are_ordered_trimmed_pieces_of_the_text(text: str) -> None:
+    spans = sentence_spans(text)
+    end = 0
+    for start, stop in spans:
+        assert end <= start < stop <= len(text)
+        piece = text[start:stop]
+        assert piece == piece.strip() and piece
+        end = stop
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 200) | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=20), inner, max_size=5)
+    ),
+    max_leaves=20,
+)
+_CITATION = st.fixed_dictionaries(
+    {
+        "type": st.sampled_from(
+            [
+                "char_location",
+                "content_block_location",
+                "search_result_location",
+                "page_location",
+                "x",
+            ]
+        ),
+    },
+    optional={
+        "document_index": st.integers(-1, 3) | _JSON,
+        "search_result_index": st.integers(-1, 2),
+        "start_char_index": st.integers(-2, 90),
+        "end_char_index": st.integers(-2, 90),
+        "start_block_index": st.integers(-1, 3),
+        "end_block_index": st.integers(-1, 3),
+        "cited_text": st.text(max_size=40) | _JSON,
+    },
+)
+CHUNKS = [
+    Chunk(
+        doc_id="d",
+        doc_version="v",
+        chunk_id="d#0",
+        text="Refunds take 30 days. 😀 Refunds take 30 days.",
+    ),
+    [
+        Chunk(doc_id="e", doc_version="v", chunk_id="e#0", text="One."),
+        Chunk(doc_id="e", doc_version="v", chunk_id="e#1", text="Two."),
+    ],
+]
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(
+        st.fixed_dictionaries(
+            {"type": st.just("text"), "text": st.text(max_size=40)},
+            optional={"citations": st.lists(_CITATION | _JSON, max_size=3)},
+        )
+        | _JSON,
+        max_size=4,
+    ),
+    st.sampled_from(["code_point", "utf16", "utf8"]),
+)
+def test_no_response_raises_and_every_span_holds_its_quote(content: list[Any], unit: Any) -> None:
+    captured = from_anthropic(
+        {"content": content}, CHUNKS, answer_id="a", search_results=[CHUNKS[1]], unit=unit
+    )
+    chunks = {"d#0": CHUNKS[0], "e#0": CHUNKS[1][0], "e#1": CHUNKS[1][1]}  # type: ignore[index]
+    for citation in (captured.event or {}).get("citations", []):
+        start, end = citation["chunk_span"]
+        assert chunks[citation["chunk_id"]].text[start:end] == citation["quote"]  # type: ignore[union-attr]
+        assert citation["quote"].strip() == citation["quote"] != ""
+        if "sentence_index" in citation:  # absent only for a citing block of whitespace
+            assert 0 <= citation["sentence_index"] < len(captured.event["sentences"])  # type: ignore[index]
