@@ -383,3 +383,47 @@ def test_captured_answers_sweep_ok_and_repair_after_a_rechunk(
         chunk = next(c for c in rechunked if c.chunk_id == verdict["repair"]["chunk_id"])
         start, end = verdict["repair"]["chunk_span"]
         assert chunk.text[start:end] == citation["quote"]
+
+
+# --- found by an attack on capture (each failed before its fix) ---------------------------------
+
+
+def test_a_quote_found_only_inside_a_longer_word_is_refused() -> None:
+    chunk = Chunk(doc_id="d", doc_version="v", chunk_id="c", text="Shipping takes 110 days.")
+    message = {"content": [{"type": "text", "text": "x", "citations": [_char(0, 0, 3, "10 days")]}]}
+    captured = from_anthropic(message, [chunk], answer_id="a")
+    assert [r.reason for r in captured.refusals] == ["quote_not_in_source"]
+
+
+class _RaisingDict(dict[str, Any]):
+    def __contains__(self, key: object) -> bool:
+        raise RuntimeError("boom")
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        _RaisingDict(content=[]),
+        {"content": range(10**19)},
+        {"content": [{"type": "text", "text": "x", "citations": range(10**19)}]},
+    ],
+)
+def test_a_response_whose_own_code_raises_is_refused(message: object) -> None:
+    captured = from_anthropic(message, [REFUNDS], answer_id="a")
+    assert (captured.refusals and captured.event is None) or captured.event["citations"] == []  # type: ignore[index]
+
+
+def test_citations_read_are_bounded_and_the_rest_said_once() -> None:
+    citation = _char(0, 0, 5, "not in the chunk at all")
+    message = {"content": [{"type": "text", "text": "x. ", "citations": [citation] * 500}] * 4}
+    captured = from_anthropic(message, [REFUNDS], answer_id="a")
+    assert captured.refused == {"quote_not_in_source": 500, "too_many_citations": 1}
+
+
+def test_the_callers_own_mistakes_raise_at_once() -> None:
+    with pytest.raises(ValueError, match="unit"):
+        from_anthropic(ANSWER, [REFUNDS], answer_id="a", unit="utf32")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="answer_id"):
+        from_anthropic(ANSWER, [REFUNDS], answer_id="a" * 1024)
+    with pytest.raises(ValueError, match="emitted_at"):
+        from_anthropic(ANSWER, [REFUNDS], answer_id="a", emitted_at="yesterday")

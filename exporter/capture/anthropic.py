@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from exporter.capture import reading
-from exporter.capture.building import AnswerBuilder, Captured, Refusal
-from exporter.capture.offsets import OffsetError, Unit, to_code_points
-from exporter.records.limits import DEFAULT_LIMITS, MAX_ID_CHARS
+from exporter.capture.building import AnswerBuilder, Captured, Refusal, check_event_fields
+from exporter.capture.offsets import OffsetError, Unit, check_unit, to_code_points
+from exporter.records.limits import DEFAULT_LIMITS
 from exporter.records.schema import Chunk
 
 __all__ = ["from_anthropic"]
@@ -53,12 +53,33 @@ def from_anthropic(
     ``fingerprints`` maps a doc_id to its ``document_fingerprint`` (written as ``doc_sha256``
     beside ``doc_span`` for chunks that carry their ``doc_offset``).
     """
-    _check_answer_id(answer_id)
+    check_event_fields(answer_id, topic, emitted_at, dict(fingerprints or {}))
+    check_unit(unit)
+    try:
+        return _capture(
+            message, documents, search_results, answer_id, unit, topic, emitted_at, fingerprints
+        )
+    except Exception as error:  # a hostile object's own code raised: refused, never re-raised
+        return Captured(
+            None, (Refusal("unreadable_response", f"reading it raised {type(error).__name__}"),)
+        )
+
+
+def _capture(  # noqa: PLR0917 - from_anthropic's arguments, once checked
+    message: object,
+    documents: Sequence[Chunk | Sequence[Chunk] | None],
+    search_results: Sequence[Sequence[Chunk] | None],
+    answer_id: str,
+    unit: Unit,
+    topic: str | None,
+    emitted_at: str | None,
+    fingerprints: Mapping[str, str] | None,
+) -> Captured:
     try:
         blocks = [
             block
             for block in reading.items(message, "content", MAX_BLOCKS, required=True)
-            if reading.field(block, "type", None) == "text"
+            if _is_text_block(block)
         ]
         texts = [reading.text(block, "text") for block in blocks]
     except reading.UnreadableError as error:
@@ -77,24 +98,38 @@ def from_anthropic(
         at = end
         try:
             citations = reading.items(block, "citations", _MAX_CITATIONS)
-        except reading.UnreadableError as error:
-            builder.refuse("unreadable_citation", str(error))
+        except Exception as error:  # unreadable, whatever it raised
+            builder.refuse("unreadable_citation", _why(error))
             continue
         lead = len(block_text) - len(block_text.lstrip())
         trail = len(block_text.rstrip())
-        sentence = builder.sentence_at(start + lead, start + max(lead, trail))
+        sentence = (
+            builder.sentence_at(start + lead, start + max(lead, trail)) if citations else None
+        )
         for citation in citations:
             try:
                 _cite(builder, sources, citation, sentence, index, unit)
             except (reading.UnreadableError, OffsetError) as error:
-                reason = getattr(error, "reason", "unreadable_citation")
-                builder.refuse(reason, str(error), index)
-            except Exception as error:  # a hostile object: refused, never raised to the caller
-                builder.refuse(
-                    "unreadable_citation", f"reading it raised {type(error).__name__}", index
-                )
+                if builder.take(index):
+                    builder.refuse(
+                        getattr(error, "reason", "unreadable_citation"), str(error), index
+                    )
+            except Exception as error:  # a hostile object: refused, never raised
+                if builder.take(index):
+                    builder.refuse("unreadable_citation", _why(error), index)
             index += 1
     return builder.build()
+
+
+def _is_text_block(block: object) -> bool:
+    kind = reading.field(block, "type", None)
+    return type(kind) is str and kind == "text"
+
+
+def _why(error: Exception) -> str:
+    if isinstance(error, reading.UnreadableError):
+        return str(error)
+    return f"reading it raised {type(error).__name__}"
 
 
 def _cite(  # noqa: PLR0917 - one private step of from_anthropic's loop
@@ -176,8 +211,3 @@ class _Sources:
         if source is None:
             raise _Refused("unmapped_document", f"{what} {index} is not from the store")
         return source
-
-
-def _check_answer_id(answer_id: object) -> None:
-    if type(answer_id) is not str or not answer_id or len(answer_id) > MAX_ID_CHARS:
-        raise ValueError(f"answer_id must be a non-empty string of at most {MAX_ID_CHARS}")

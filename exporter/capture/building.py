@@ -12,9 +12,15 @@ answer is kept.
 
 from __future__ import annotations
 
+import re
+from bisect import bisect_right
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
+
+import orjson
 
 from exporter.capture.sentences import sentence_spans
 from exporter.checks.compare import FoldedQuote
@@ -24,7 +30,7 @@ from exporter.defaults import DEFAULT_THRESHOLD
 from exporter.records.limits import DEFAULT_LIMITS, MAX_ID_CHARS
 from exporter.records.schema import Chunk
 
-__all__ = ["CONTEXT_CHARS", "AnswerBuilder", "Captured", "Refusal"]
+__all__ = ["CONTEXT_CHARS", "AnswerBuilder", "Captured", "Refusal", "check_event_fields"]
 
 #: Characters of prefix and suffix recorded beside a quote: what Hypothesis stores in a W3C
 #: TextQuoteSelector, and half of what the relocator compares.
@@ -65,7 +71,12 @@ class Captured:
 
 @dataclass(slots=True)
 class AnswerBuilder:
-    """Collects one answer's sentences and citations; :meth:`build` returns the event."""
+    """Collects one answer's sentences and citations; :meth:`build` returns the event.
+
+    Bounded whatever a framework hands it: at most ``max_citations_per_answer`` citations are
+    *read* (written or refused; past that, one refusal says how many were left), each chunk is
+    folded once for the whole answer, and the event is never above ``max_message_bytes``.
+    """
 
     answer_id: str
     text: str
@@ -73,11 +84,17 @@ class AnswerBuilder:
     emitted_at: str | None = None
     fingerprints: dict[str, str] = field(default_factory=dict)
     _spans: list[tuple[int, int]] = field(default_factory=list, init=False)
+    _starts: list[int] = field(default_factory=list, init=False)
     _citations: list[dict[str, Any]] = field(default_factory=list, init=False)
     _refusals: list[Refusal] = field(default_factory=list, init=False)
+    _read: int = field(default=0, init=False)
+    _left_unread: int = field(default=0, init=False)
+    _views: dict[int, tuple[Chunk, DocumentView]] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
+        check_event_fields(self.answer_id, self.topic, self.emitted_at, self.fingerprints)
         self._spans = sentence_spans(self.text)
+        self._starts = [start for start, _ in self._spans]
 
     @property
     def sentences(self) -> list[str]:
@@ -85,13 +102,26 @@ class AnswerBuilder:
 
     def sentence_at(self, start: int, end: int) -> int | None:
         """The sentence that holds most of the answer text ``[start, end)`` (the first of
-        equals), or the one the position falls in for an empty range."""
+        equals), or the one the position falls in for an empty range. Sentences are ordered
+        and apart, so only those from the one holding ``start`` on are looked at."""
         best, most = None, 0
-        for index, (first, last) in enumerate(self._spans):
+        first_index = max(0, bisect_right(self._starts, start) - 1)
+        for index in range(first_index, len(self._spans)):
+            first, last = self._spans[index]
+            if first >= max(end, start + 1):
+                break
             overlap = min(end, last) - max(start, first)
             if overlap > most or (start == end and first <= start < last):
                 best, most = index, max(overlap, 1)
         return best
+
+    def take(self, index: int | None) -> bool:
+        """Whether one more citation may be read; past the bound, counted to be said once."""
+        if self._read >= DEFAULT_LIMITS.max_citations_per_answer:
+            self._left_unread += 1
+            return False
+        self._read += 1
+        return True
 
     def refuse(self, reason: str, detail: str, index: int | None = None) -> None:
         self._refusals.append(Refusal(reason, _short(detail), index))
@@ -112,16 +142,11 @@ class AnswerBuilder:
 
         ``search``: the span is only a guess (a framework that gives none), so ``said`` is
         looked for anywhere in the chunk."""
+        if not self.take(index):
+            return
         problem = _bad_chunk(chunk)
         if problem is not None:
             self.refuse("bad_chunk", problem, index)
-            return
-        if len(self._citations) >= DEFAULT_LIMITS.max_citations_per_answer:
-            self.refuse(
-                "too_many_citations",
-                f"the answer already has {DEFAULT_LIMITS.max_citations_per_answer} citations",
-                index,
-            )
             return
         text = chunk.text
         if not 0 <= start <= end <= len(text):
@@ -131,7 +156,7 @@ class AnswerBuilder:
                 index,
             )
             return
-        placed = _placed(text, start, end, said, search)
+        placed = _placed(text, start, end, said, search, lambda: self._view(chunk))
         if isinstance(placed, Refusal):
             self.refuse(placed.reason, placed.detail, index)
             return
@@ -154,11 +179,27 @@ class AnswerBuilder:
         if chunk.source is not None:
             citation["source"] = chunk.source
         if sentence_index is not None:
+            # the claim is the answer's sentences[sentence_index]: not copied into each citation
             citation["sentence_index"] = sentence_index
-            citation["claim"] = self.sentences[sentence_index]
         self._citations.append(citation)
 
+    def _view(self, chunk: Chunk) -> DocumentView:
+        held = self._views.get(id(chunk))
+        if held is None or held[0] is not chunk:
+            alone = Chunk(doc_id="capture", doc_version="capture", chunk_id="c", text=chunk.text)
+            view = DocumentView(
+                "capture", "capture", chunk.text, (Placement(alone, 0),), has_doc_offsets=False
+            )
+            held = self._views[id(chunk)] = (chunk, view)
+        return held[1]
+
     def build(self) -> Captured:
+        if self._left_unread:
+            self.refuse(
+                "too_many_citations",
+                f"{self._left_unread:,} citations past the first "
+                f"{DEFAULT_LIMITS.max_citations_per_answer} were not read",
+            )
         event: dict[str, Any] = {"answer_id": self.answer_id}
         if self.topic is not None:
             event["topic"] = self.topic
@@ -166,37 +207,140 @@ class AnswerBuilder:
             event["emitted_at"] = self.emitted_at
         event["sentences"] = self.sentences
         event["citations"] = self._citations
+        size = len(orjson.dumps(event, option=orjson.OPT_NON_STR_KEYS))
+        if size > DEFAULT_LIMITS.max_message_bytes:
+            return Captured(
+                None,
+                (
+                    *self._refusals,
+                    Refusal(
+                        "answer_too_large",
+                        f"the event would be {size:,} bytes, above the exporter's "
+                        f"max_message_bytes of {DEFAULT_LIMITS.max_message_bytes:,}",
+                    ),
+                ),
+            )
         return Captured(event, tuple(self._refusals))
 
 
-def _placed(
-    text: str, start: int, end: int, said: str | None, search: bool
+def check_event_fields(
+    answer_id: object, topic: object, emitted_at: object, fingerprints: object
+) -> None:
+    """The caller's own arguments: a bad one is a mistake in code, raised at once (ValueError),
+    never a record the exporter would refuse."""
+    if not _is_identifier(answer_id, MAX_ID_CHARS - _ID_SUFFIX):
+        raise ValueError(
+            f"answer_id must be a non-empty string of at most {MAX_ID_CHARS - _ID_SUFFIX} "
+            "characters, with no NUL or lone surrogate"
+        )
+    if topic is not None and not _is_identifier(topic, MAX_ID_CHARS):
+        raise ValueError(f"topic must be a non-empty string of at most {MAX_ID_CHARS} characters")
+    if emitted_at is not None and not (type(emitted_at) is str and _is_timestamp(emitted_at)):
+        raise ValueError("emitted_at must be an RFC 3339 timestamp")
+    if not isinstance(fingerprints, dict) or any(
+        not _is_identifier(key, MAX_ID_CHARS) or not _is_sha256(value)
+        for key, value in fingerprints.items()
+    ):
+        raise ValueError("fingerprints must map doc_ids to 64 hexadecimal digits")
+
+
+# room in a citation id for the answer id's "#<n>"
+_ID_SUFFIX = 8
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _is_identifier(value: object, limit: int) -> bool:
+    return (
+        type(value) is str and 0 < len(value) <= limit and "\0" not in value and _encodable(value)
+    )
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: no JSON reader gives it back
+        return False
+    return True
+
+
+def _is_sha256(value: object) -> bool:
+    return type(value) is str and _SHA256.fullmatch(value) is not None
+
+
+def _is_timestamp(value: str) -> bool:
+    if len(value) > 64:
+        return False
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _placed(  # noqa: PLR0917 - one private step of cite
+    text: str,
+    start: int,
+    end: int,
+    said: str | None,
+    search: bool,
+    view: Callable[[], DocumentView],
 ) -> tuple[int, int] | Refusal:
     """The span to record: ``[start, end)`` trimmed of surrounding whitespace when it holds
-    ``said`` (or ``said`` is unknown), else the one place of the chunk that holds ``said``."""
+    ``said`` (or ``said`` is unknown), else the one place of the chunk that holds ``said``:
+    verbatim, then in another case, then by the relocator. A place that cuts a word is no place
+    of the quote ("10 days" inside "110 days", "refundable" inside "nonrefundable")."""
     held = text[start:end]
     if said is None or held == said or held.strip() == said.strip():
         if not held.strip():
             return Refusal("empty_quote", f"span [{start}, {end}] holds only whitespace")
         return _trimmed(text, start, end)
-    if not said.strip():
+    quote = said.strip()
+    if not quote:
         return Refusal("empty_quote", "the cited text is only whitespace")
-    alone = Chunk(doc_id="capture", doc_version="capture", chunk_id="capture", text=text)
-    view = DocumentView("capture", "capture", text, (Placement(alone, 0),), has_doc_offsets=False)
-    found = relocate(
-        FoldedQuote(said),
-        view,
-        threshold=_THRESHOLD,
-        max_fuzzy_chars=DEFAULT_LIMITS.max_quote_chars,
-        budget=Budget(_BUDGET_SECONDS),
-    )
-    if found.outcome != FOUND or found.place is None:
-        where = "in the chunk" if search else f"at [{start}, {end}] or elsewhere in the chunk"
+    where = "in the chunk" if search else f"at [{start}, {end}] or elsewhere in the chunk"
+    place = _verbatim(text, quote)
+    if place is None:
+        found = relocate(
+            FoldedQuote(said),
+            view(),
+            threshold=_THRESHOLD,
+            max_fuzzy_chars=DEFAULT_LIMITS.max_quote_chars,
+            budget=Budget(_BUDGET_SECONDS),
+        )
+        if found.outcome != FOUND or found.place is None:
+            return Refusal(
+                "quote_not_in_source",
+                f"the cited text {_preview(said)} is not {where} ({found.outcome})",
+            )
+        place = _trimmed(text, found.place.start, found.place.end)
+    if _cuts_a_word(text, *place):
         return Refusal(
             "quote_not_in_source",
-            f"the cited text {_preview(said)} is not {where} ({found.outcome})",
+            f"the cited text {_preview(said)} is found {where} only inside a longer word",
         )
-    return _trimmed(text, found.place.start, found.place.end)
+    return place
+
+
+def _verbatim(text: str, quote: str) -> tuple[int, int] | None:
+    """The one place of ``quote`` in ``text``, as is or in another case (where lower-casing
+    keeps every length), or None (absent, or in several places)."""
+    for haystack, needle in ((text, quote), (text.lower(), quote.lower())):
+        if len(haystack) != len(text) or len(needle) != len(quote):
+            continue
+        at = haystack.find(needle)
+        if at >= 0:
+            if haystack.find(needle, at + 1) >= 0:
+                return None
+            return at, at + len(quote)
+    return None
+
+
+def _cuts_a_word(text: str, start: int, end: int) -> bool:
+    if start >= end:
+        return True
+    before = start > 0 and text[start - 1].isalnum() and text[start].isalnum()
+    after = end < len(text) and text[end].isalnum() and text[end - 1].isalnum()
+    return before or after
 
 
 def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
@@ -211,13 +355,19 @@ def _bad_chunk(chunk: object) -> str | None:
     if not isinstance(chunk, Chunk):
         return f"a source must be an exporter.capture.Chunk, not {type(chunk).__name__}"
     for name in ("doc_id", "doc_version", "chunk_id"):
-        value = getattr(chunk, name)
-        if not isinstance(value, str) or not value or len(value) > MAX_ID_CHARS or "\0" in value:
-            return f"the chunk's {name} must be a non-empty string of at most {MAX_ID_CHARS}"
-    if not isinstance(chunk.text, str):
+        if not _is_identifier(getattr(chunk, name), MAX_ID_CHARS):
+            return (
+                f"the chunk's {name} must be a non-empty string of at most {MAX_ID_CHARS}, "
+                "with no NUL or lone surrogate"
+            )
+    if chunk.source is not None and not _is_identifier(chunk.source, MAX_ID_CHARS):
+        return f"the chunk's source must be a non-empty string of at most {MAX_ID_CHARS}"
+    if type(chunk.text) is not str:
         return f"the chunk's text must be a string, not {type(chunk.text).__name__}"
     if len(chunk.text) > DEFAULT_LIMITS.max_chunk_chars:
         return f"the chunk's text is above {DEFAULT_LIMITS.max_chunk_chars:,} characters"
+    if not _encodable(chunk.text):
+        return "the chunk's text holds a lone surrogate"
     if chunk.doc_offset is not None and (
         type(chunk.doc_offset) is not int
         or not 0 <= chunk.doc_offset <= DEFAULT_LIMITS.max_doc_offset

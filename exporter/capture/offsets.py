@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["UNITS", "OffsetError", "Unit", "to_code_points"]
+__all__ = ["UNITS", "OffsetError", "Unit", "check_unit", "to_code_points"]
 
 Unit = Literal["code_point", "utf16", "utf8"]
 #: The units :func:`to_code_points` reads.
 UNITS: tuple[Unit, ...] = ("code_point", "utf16", "utf8")
 
+_MAX_OFFSET = 2**53
 _CODECS = {"utf16": ("utf-16-le", 2), "utf8": ("utf-8", 1)}
 
 
@@ -29,6 +30,12 @@ class OffsetError(ValueError):
         self.reason = reason
 
 
+def check_unit(unit: object) -> None:
+    """A unit the caller named that is none of :data:`UNITS`: its mistake, raised at once."""
+    if unit not in UNITS:
+        raise ValueError(f"unit must be one of {', '.join(UNITS)}, not {unit!r}")
+
+
 def to_code_points(text: str, offset: int, unit: Unit) -> int:
     """``offset``, counted in ``unit`` from the start of ``text``, as a code point index.
 
@@ -36,7 +43,9 @@ def to_code_points(text: str, offset: int, unit: Unit) -> int:
     offset is negative, past the end of the text or inside a character.
     """
     if type(offset) is not int or offset < 0:
-        raise OffsetError("offset_past_text", f"offset {offset!r} is not a non-negative integer")
+        raise OffsetError("offset_past_text", "the offset is not a non-negative integer")
+    if offset > _MAX_OFFSET:  # never formatted: an integer of thousands of digits cannot be
+        raise OffsetError("offset_past_text", "the offset is above 2^53")
     if unit == "code_point" or text.isascii():
         if offset > len(text):
             raise OffsetError(

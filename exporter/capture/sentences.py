@@ -17,12 +17,23 @@ import functools
 import re
 from typing import Any
 
-__all__ = ["MAX_ANSWER_CHARS", "MAX_LINE_CHARS", "sentence_spans"]
+__all__ = [
+    "MAX_ANSWER_CHARS",
+    "MAX_LINE_CHARS",
+    "MAX_SEGMENTED_CHARS",
+    "MAX_SENTENCES",
+    "sentence_spans",
+]
 
 #: What of an answer is cut into sentences; the rest is one last unit.
 MAX_ANSWER_CHARS = 100_000
 #: Longer lines are cut by :data:`_PLAIN_END` (pysbd takes about 100 ms on 5,000 characters).
 MAX_LINE_CHARS = 2_000
+#: pysbd reads at most this much of an answer; the lines after are cut by :data:`_PLAIN_END`.
+MAX_SEGMENTED_CHARS = 20_000
+#: Units cut before the rest of the answer is one last unit: the exporter judges the coverage of
+#: answers of at most ``max_sentences_per_answer`` (1,000) sentences.
+MAX_SENTENCES = 999
 _PLAIN_END = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])\s+")
 _LINE = re.compile(r"[^\n]+")
 
@@ -43,13 +54,16 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     whitespace; whitespace-only text has none."""
     spans: list[tuple[int, int]] = []
     head = text[:MAX_ANSWER_CHARS]
+    cut = len(head)
+    segmented = 0
     for line in _LINE.finditer(head):
         start = line.start()
-        pieces = (
-            _segmenter().segment(line.group())
-            if line.end() - start <= MAX_LINE_CHARS
-            else _PLAIN_END.split(line.group())
-        )
+        size = line.end() - start
+        if size <= MAX_LINE_CHARS and segmented + size <= MAX_SEGMENTED_CHARS:
+            segmented += size
+            pieces = _segmenter().segment(line.group())
+        else:
+            pieces = _PLAIN_END.split(line.group())
         cursor = 0
         for piece in pieces:
             stripped = piece.strip()
@@ -57,15 +71,18 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
                 continue
             found = line.group().find(stripped, cursor)
             if found < 0:  # a splitter that changed the text: keep what is left as one unit
-                found = cursor
                 stripped = line.group()[cursor:].strip()
                 if not stripped:
                     break
                 found = line.group().index(stripped, cursor)
             spans.append((start + found, start + found + len(stripped)))
             cursor = found + len(stripped)
-    rest = text[MAX_ANSWER_CHARS:].strip()
+        if len(spans) >= MAX_SENTENCES:
+            del spans[MAX_SENTENCES:]
+            cut = spans[-1][1]
+            break
+    rest = text[cut:].strip()
     if rest:
-        at = text.index(rest, MAX_ANSWER_CHARS)
+        at = text.index(rest, cut)
         spans.append((at, at + len(rest)))
     return spans
