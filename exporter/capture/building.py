@@ -12,21 +12,21 @@ answer is kept.
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 import orjson
 
 from exporter.capture.sentences import sentence_spans
 from exporter.checks.compare import FoldedQuote
+from exporter.checks.nearby import trimmed
 from exporter.checks.relocate import FOUND, Budget, relocate
 from exporter.checks.store import DocumentView, Placement
 from exporter.defaults import DEFAULT_THRESHOLD
+from exporter.records.decode import is_sha256, is_timestamp
 from exporter.records.limits import DEFAULT_LIMITS, MAX_ID_CHARS
 from exporter.records.schema import Chunk
 
@@ -235,10 +235,10 @@ def check_event_fields(
         )
     if topic is not None and not _is_identifier(topic, MAX_ID_CHARS):
         raise ValueError(f"topic must be a non-empty string of at most {MAX_ID_CHARS} characters")
-    if emitted_at is not None and not (type(emitted_at) is str and _is_timestamp(emitted_at)):
+    if emitted_at is not None and not (type(emitted_at) is str and is_timestamp(emitted_at)):
         raise ValueError("emitted_at must be an RFC 3339 timestamp")
     if not isinstance(fingerprints, dict) or any(
-        not _is_identifier(key, MAX_ID_CHARS) or not _is_sha256(value)
+        not _is_identifier(key, MAX_ID_CHARS) or not is_sha256(value)
         for key, value in fingerprints.items()
     ):
         raise ValueError("fingerprints must map doc_ids to 64 hexadecimal digits")
@@ -246,7 +246,6 @@ def check_event_fields(
 
 # room in a citation id for the answer id's "#<n>"
 _ID_SUFFIX = 8
-_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 def _is_identifier(value: object, limit: int) -> bool:
@@ -259,20 +258,6 @@ def _encodable(text: str) -> bool:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate: no JSON reader gives it back
-        return False
-    return True
-
-
-def _is_sha256(value: object) -> bool:
-    return type(value) is str and _SHA256.fullmatch(value) is not None
-
-
-def _is_timestamp(value: str) -> bool:
-    if len(value) > 64:
-        return False
-    try:
-        datetime.fromisoformat(value)
-    except ValueError:
         return False
     return True
 
@@ -293,7 +278,7 @@ def _placed(  # noqa: PLR0917 - one private step of cite
     if said is None or held == said or held.strip() == said.strip():
         if not held.strip():
             return Refusal("empty_quote", f"span [{start}, {end}] holds only whitespace")
-        return _trimmed(text, start, end)
+        return trimmed(text, start, end)
     quote = said.strip()
     if not quote:
         return Refusal("empty_quote", "the cited text is only whitespace")
@@ -312,7 +297,7 @@ def _placed(  # noqa: PLR0917 - one private step of cite
                 "quote_not_in_source",
                 f"the cited text {_preview(said)} is not {where} ({found.outcome})",
             )
-        place = _trimmed(text, found.place.start, found.place.end)
+        place = trimmed(text, found.place.start, found.place.end)
     if _cuts_a_word(text, *place):
         return Refusal(
             "quote_not_in_source",
@@ -341,14 +326,6 @@ def _cuts_a_word(text: str, start: int, end: int) -> bool:
     before = start > 0 and text[start - 1].isalnum() and text[start].isalnum()
     after = end < len(text) and text[end].isalnum() and text[end - 1].isalnum()
     return before or after
-
-
-def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
 
 
 def _bad_chunk(chunk: object) -> str | None:

@@ -32,7 +32,7 @@ import math
 from exporter.checks.compare import FoldedQuote, span_too_long, text_matches
 from exporter.checks.normalize import fold, fold_with_map
 
-__all__ = ["NEAR_SLACK", "Nearby", "near_window", "quote_nearby", "span_check"]
+__all__ = ["NEAR_SLACK", "Nearby", "near_window", "quote_nearby", "span_check", "trimmed"]
 
 # Characters of the window beyond the widest shift the similarity line accepts: a shift by a few
 # characters of a short quote scores far below the line, but is still a shift.
@@ -76,7 +76,8 @@ class Nearby:
         return not self.held and bool(self.places)
 
 
-def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
+def trimmed(text: str, start: int, end: int) -> tuple[int, int]:
+    """``[start, end)`` without the whitespace at either end."""
     while start < end and text[start].isspace():
         start += 1
     while end > start and text[end - 1].isspace():
@@ -114,14 +115,14 @@ def quote_nearby(quote: FoldedQuote, text: str, start: int, end: int, threshold:
     if quote.text not in fold(window):
         return Nearby(False, ())  # the usual answer, without building the offset map
     folded = fold_with_map(window)
-    span = _trimmed(text, start, end)
+    span = trimmed(text, start, end)
     places: list[tuple[int, int]] = []
     at = folded.text.find(quote.text)
     for _ in range(_MAX_NEAR_OCCURRENCES):
         if at == -1:
             return Nearby(False, tuple(places))
         raw_start, raw_end = folded.to_raw(at, at + len(quote.text))
-        place = _trimmed(text, lo + raw_start, lo + raw_end)
+        place = trimmed(text, lo + raw_start, lo + raw_end)
         if fold(text[place[0] : place[1]]).strip() == quote.text:
             if place == span or _inside_with_punctuation(text, place, span):
                 return Nearby(True, ())

@@ -35,6 +35,8 @@ __all__ = [
     "decode_chunk",
     "decode_citations",
     "decode_sentences",
+    "is_sha256",
+    "is_timestamp",
     "parse_json",
 ]
 
@@ -117,7 +119,7 @@ def _optional_count(obj: dict[str, Any], key: str, maximum: int | None = None) -
 
 def _optional_timestamp(obj: dict[str, Any], key: str) -> str | None:
     value = _optional_str(obj, key)
-    if value is not None and not _is_timestamp(value):
+    if value is not None and not is_timestamp(value):
         raise RecordError(f"'{key}' must be an RFC 3339 timestamp, got {preview(value)}")
     return value
 
@@ -209,7 +211,7 @@ def _quote(obj: dict[str, Any]) -> str:
 _SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 
 
-def _is_sha256(value: object) -> bool:
+def is_sha256(value: object) -> bool:
     return type(value) is str and len(value) == 64 and _SHA256.fullmatch(value) is not None
 
 
@@ -218,7 +220,7 @@ def _doc_sha256(obj: dict[str, Any]) -> str | None:
     value = obj.get("doc_sha256")
     if value is None:
         return None
-    if not _is_sha256(value):
+    if not is_sha256(value):
         raise RecordError(
             "'doc_sha256' must be 64 hexadecimal digits (the SHA-256 of the document's text), "
             f"got {preview(value)}"
@@ -227,7 +229,7 @@ def _doc_sha256(obj: dict[str, Any]) -> str | None:
     return value.lower()
 
 
-def _is_timestamp(value: str) -> bool:
+def is_timestamp(value: str) -> bool:
     if len(value) > 64:  # no RFC 3339 timestamp is this long; do not parse megabytes
         return False
     try:
@@ -283,7 +285,7 @@ def _citation(
                 and 0 <= sentence_index < (MAX_OFFSET if sentences is None else sentences)
             )
         )
-        and (emitted_at is None or (type(emitted_at) is str and _is_timestamp(emitted_at)))
+        and (emitted_at is None or (type(emitted_at) is str and is_timestamp(emitted_at)))
         and (claim is None or type(claim) is str)
         and (
             doc_span is None
@@ -297,7 +299,7 @@ def _citation(
                 and doc_span[1] <= MAX_OFFSET
             )
         )
-        and (doc_sha256 is None or _is_sha256(doc_sha256))
+        and (doc_sha256 is None or is_sha256(doc_sha256))
     ):
         return Citation(
             citation_id,
