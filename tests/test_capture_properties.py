@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exporter.capture import Chunk, from_anthropic
+from exporter.capture import Chunk, from_anthropic, from_llamaindex
 from exporter.capture.offsets import OffsetError, to_code_points
 from exporter.capture.sentences import sentence_spans
 
@@ -111,3 +111,44 @@ def test_no_response_raises_and_every_span_holds_its_quote(content: list[Any], u
         assert citation["quote"].strip() == citation["quote"] != ""
         if "sentence_index" in citation:  # absent only for a citing block of whitespace
             assert 0 <= citation["sentence_index"] < len(captured.event["sentences"])  # type: ignore[index]
+
+
+_STORE = [
+    {"id_": "p#0", "text": "Refunds take 30 days. Refunds take 30 days. Gifts never expire.",
+     "metadata": {"doc_version": "v1"}, "relationships": {"1": {"node_id": "p"}}},
+    {"id_": "p#1", "text": "Gifts never expire.", "start_char_idx": 64,
+     "metadata": {"doc_version": "v1"}, "relationships": {"1": {"node_id": "p"}}},
+]  # fmt: skip
+_PIECE = st.builds(
+    lambda number, text: f"Source {number}:\n{text}\n",
+    st.integers(0, 4),
+    st.sampled_from(["Refunds take 30 days.", "Gifts never expire.", "30 days", "", " "])
+    | st.text(max_size=30),
+)
+_SOURCE_NODE = st.fixed_dictionaries(
+    {"node": st.fixed_dictionaries(
+        {"text": _PIECE | _JSON},
+        optional={"id_": st.sampled_from(["p#0", "p#1", "fresh"]) | _JSON,
+                  "relationships": st.just({"1": {"node_id": "p"}}) | _JSON,
+                  "metadata": st.just({"doc_version": "v1"}) | _JSON},
+    ) | _JSON},
+)  # fmt: skip
+
+
+@settings(max_examples=300)
+@given(
+    st.text(st.sampled_from("ab [],0123. \n"), max_size=60),
+    st.lists(_SOURCE_NODE | _JSON, max_size=4),
+    st.sampled_from([_STORE, [], _STORE[:1]]),
+)
+def test_no_llamaindex_response_raises_and_every_span_holds_its_quote(
+    answer: str, sources: list[Any], store: list[Any]
+) -> None:
+    captured = from_llamaindex({"response": answer, "source_nodes": sources}, store, answer_id="a")
+    texts = {node["id_"]: node["text"] for node in _STORE}
+    for citation in (captured.event or {}).get("citations", []):
+        start, end = citation["chunk_span"]
+        text = texts.get(citation["chunk_id"])
+        if text is not None:  # else a source node that is its own chunk
+            assert text[start:end] == citation["quote"]
+        assert citation["quote"].strip() == citation["quote"] != ""

@@ -3,7 +3,7 @@
 Every check and every repair downstream reads what was written when the answer was made: the
 ``quote``, a span that indexes the chunk the store holds, and the hints that tell copies of a
 quote apart. This package writes them from what a framework returned, so a team does not
-compute them by hand: ``from_anthropic`` and ``from_langchain`` (LlamaIndex follows). Each returns a
+compute them by hand: ``from_anthropic``, ``from_langchain`` and ``from_llamaindex``. Each returns a
 :class:`Captured`: the event, and every citation it refused with its reason; it never raises
 on what the framework's objects hold.
 """
@@ -11,18 +11,24 @@ on what the framework's objects hold.
 from exporter.capture.anthropic import from_anthropic
 from exporter.capture.building import Captured, Refusal
 from exporter.capture.langchain import chunk_of_document, from_langchain
+from exporter.capture.llamaindex import chunk_of_node, from_llamaindex
 from exporter.capture.offsets import UNITS, Unit
+from exporter.capture.reasons import REASONS, Reason
 from exporter.records.fingerprint import document_fingerprint
 from exporter.records.schema import Chunk
 
 __all__ = [
+    "REASONS",
     "UNITS",
     "Captured",
     "Chunk",
+    "Reason",
     "Refusal",
     "Unit",
     "chunk_of_document",
+    "chunk_of_node",
     "document_fingerprint",
     "from_anthropic",
     "from_langchain",
+    "from_llamaindex",
 ]

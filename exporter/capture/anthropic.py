@@ -24,7 +24,8 @@ from collections.abc import Mapping, Sequence
 
 from exporter.capture import reading
 from exporter.capture.building import AnswerBuilder, Captured, Refusal, check_event_fields
-from exporter.capture.offsets import OffsetError, Unit, check_unit, to_code_points
+from exporter.capture.offsets import Unit, check_unit, to_code_points
+from exporter.capture.reasons import RefusedError, reason_of
 from exporter.records.limits import DEFAULT_LIMITS
 from exporter.records.schema import Chunk
 
@@ -109,11 +110,9 @@ def _capture(  # noqa: PLR0917 - from_anthropic's arguments, once checked
         for citation in citations:
             try:
                 _cite(builder, sources, citation, sentence, index, unit)
-            except (reading.UnreadableError, OffsetError) as error:
+            except reading.UnreadableError as error:  # OffsetError too
                 if builder.take(index):
-                    builder.refuse(
-                        getattr(error, "reason", "unreadable_citation"), str(error), index
-                    )
+                    builder.refuse(reason_of(error), str(error), index)
             except Exception as error:  # a hostile object: refused, never raised
                 if builder.take(index):
                     builder.refuse("unreadable_citation", _why(error), index)
@@ -144,12 +143,14 @@ def _cite(  # noqa: PLR0917 - one private step of from_anthropic's loop
     if kind == "char_location":
         chunk = sources.document(reading.integer(citation, "document_index"))
         if not isinstance(chunk, Chunk):
-            raise _Refused("not_plain_text", "a char_location needs a plain-text document's chunk")
+            raise RefusedError(
+                "not_plain_text", "a char_location needs a plain-text document's chunk"
+            )
         said = reading.text(citation, "cited_text")
         start = to_code_points(chunk.text, reading.integer(citation, "start_char_index"), unit)
         end = to_code_points(chunk.text, reading.integer(citation, "end_char_index"), unit)
         if start >= end:
-            raise _Refused("offset_past_text", f"an empty or reversed span [{start}, {end}]")
+            raise RefusedError("offset_past_text", f"an empty or reversed span [{start}, {end}]")
         builder.cite(chunk, start, end, said=said, sentence_index=sentence, index=index)
     elif kind in ("content_block_location", "search_result_location"):
         if kind == "content_block_location":
@@ -157,35 +158,31 @@ def _cite(  # noqa: PLR0917 - one private step of from_anthropic's loop
         else:
             blocks = sources.search_result(reading.integer(citation, "search_result_index"))
         if isinstance(blocks, Chunk) or not isinstance(blocks, Sequence):
-            raise _Refused("not_content_blocks", f"a {kind} needs a list of chunks, one a block")
+            raise RefusedError(
+                "not_content_blocks", f"a {kind} needs a list of chunks, one a block"
+            )
         first = reading.integer(citation, "start_block_index")
         last = reading.integer(citation, "end_block_index")
         if not 0 <= first < last <= len(blocks):
-            raise _Refused(
+            raise RefusedError(
                 "no_such_block", f"blocks [{first}, {last}) of a source with {len(blocks)}"
             )
         cited = list(blocks[first:last])
         said = reading.text(citation, "cited_text")
         if any(not isinstance(chunk, Chunk) for chunk in cited):
-            raise _Refused("bad_chunk", "a block's source must be an exporter.capture.Chunk")
+            raise RefusedError("bad_chunk", "a block's source must be an exporter.capture.Chunk")
         if "".join(chunk.text for chunk in cited).split() != said.split():
-            raise _Refused(
+            raise RefusedError(
                 "quote_not_in_source", "the cited blocks' texts joined are not the cited_text"
             )
         for chunk in cited:
             builder.cite(chunk, 0, len(chunk.text), said=None, sentence_index=sentence, index=index)
     elif kind == "page_location":
-        raise _Refused("page_location", "a page_location has no character offsets to record")
+        raise RefusedError("page_location", "a page_location has no character offsets to record")
     elif kind == "web_search_result_location":
-        raise _Refused("web_search_result", "a web search result is no chunk of the store")
+        raise RefusedError("web_search_result", "a web search result is no chunk of the store")
     else:
-        raise _Refused("unknown_location", f"a citation of type {str(kind)[:40]!r}")
-
-
-class _Refused(reading.UnreadableError):
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(detail)
-        self.reason = reason
+        raise RefusedError("unknown_location", f"a citation of type {str(kind)[:40]!r}")
 
 
 class _Sources:
@@ -204,10 +201,10 @@ class _Sources:
     @staticmethod
     def _pick(sources: object, index: int, what: str) -> object:
         if isinstance(sources, str | bytes) or not isinstance(sources, Sequence):
-            raise _Refused("no_such_document", f"the {what}s given are not a list")
+            raise RefusedError("no_such_document", f"the {what}s given are not a list")
         if not 0 <= index < len(sources):
-            raise _Refused("no_such_document", f"{what} {index} of the {len(sources)} given")
+            raise RefusedError("no_such_document", f"{what} {index} of the {len(sources)} given")
         source = sources[index]
         if source is None:
-            raise _Refused("unmapped_document", f"{what} {index} is not from the store")
+            raise RefusedError("unmapped_document", f"{what} {index} is not from the store")
         return source

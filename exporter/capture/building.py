@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from exporter.capture.reasons import Reason
 from exporter.capture.sentences import sentence_spans
 from exporter.checks.compare import FoldedQuote
 from exporter.checks.nearby import trimmed
@@ -50,7 +51,7 @@ class Refusal:
     line; ``index`` the citation's position in the framework's own output, when it has one.
     """
 
-    reason: str
+    reason: Reason
     detail: str
     index: int | None = None
 
@@ -123,7 +124,7 @@ class AnswerBuilder:
         self._read += 1
         return True
 
-    def refuse(self, reason: str, detail: str, index: int | None = None) -> None:
+    def refuse(self, reason: Reason, detail: str, index: int | None = None) -> None:
         self._refusals.append(Refusal(reason, _short(detail), index))
 
     def cite(

@@ -26,6 +26,7 @@ from rapidfuzz import fuzz, utils
 
 from exporter.capture import reading
 from exporter.capture.building import AnswerBuilder, Captured, Refusal, check_event_fields
+from exporter.capture.reasons import RefusedError, reason_of
 from exporter.records.limits import DEFAULT_LIMITS
 from exporter.records.schema import Chunk
 
@@ -119,7 +120,7 @@ def _capture(  # noqa: PLR0917 - from_langchain's arguments, once checked
             chunk = chunk_of_document(documents[source_id], **keys)
         except Exception as error:  # unreadable, whatever it raised
             if builder.take(index):
-                reason = getattr(error, "reason", "unreadable_citation")
+                reason = reason_of(error)
                 detail = (
                     str(error)
                     if isinstance(error, reading.UnreadableError)
@@ -145,13 +146,9 @@ def _source_and_quote(citation: object) -> tuple[int, str | None]:
     return reading.integer(citation, "source_id"), reading.text(citation, "quote")
 
 
-class _NoSuchDocumentError(reading.UnreadableError):
-    reason = "no_such_document"
-
-
-def _no_such_document(source_id: int, documents: object) -> reading.UnreadableError:
+def _no_such_document(source_id: int, documents: object) -> RefusedError:
     count = len(documents) if isinstance(documents, Sequence) else 0
-    return _NoSuchDocumentError(f"source {source_id} of the {count} documents given")
+    return RefusedError("no_such_document", f"source {source_id} of the {count} documents given")
 
 
 def _resembling(sentences: list[str], quote: str) -> int | None:

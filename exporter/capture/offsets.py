@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from exporter.capture.reasons import RefusedError
+
 __all__ = ["UNITS", "OffsetError", "Unit", "check_unit", "to_code_points"]
 
 Unit = Literal["code_point", "utf16", "utf8"]
@@ -22,12 +24,8 @@ _MAX_OFFSET = 2**53
 _CODECS = {"utf16": ("utf-16-le", 2), "utf8": ("utf-8", 1)}
 
 
-class OffsetError(ValueError):
+class OffsetError(RefusedError):
     """An offset that names no place between two characters of the text."""
-
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(detail)
-        self.reason = reason
 
 
 def check_unit(unit: object) -> None:

@@ -15,7 +15,7 @@ __all__ = ["UnreadableError", "field", "integer", "items", "text"]
 _MISSING = object()
 
 
-class UnreadableError(Exception):
+class UnreadableError(ValueError):
     """A value of the framework's object that is not what its API says it is."""
 
 
