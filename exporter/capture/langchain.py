@@ -45,7 +45,13 @@ def chunk_of_document(
     offset_key: str = "start_index",
 ) -> Chunk:
     """The chunk a LangChain ``Document`` (or its dict) is, read as the Postgres layouts read
-    it; raises :class:`~exporter.capture.reading.UnreadableError` naming what is missing."""
+    it; raises :class:`~exporter.capture.reading.UnreadableError` naming what is missing. A
+    :class:`~exporter.records.schema.Chunk` is taken as it is; ``None`` is a document not from
+    the store."""
+    if isinstance(document, Chunk):
+        return document
+    if document is None:
+        raise RefusedError("unmapped_document", "the document is not from the store")
     metadata = reading.field(document, "metadata", None) or {}
     if not isinstance(metadata, Mapping):
         raise reading.UnreadableError("the document's metadata is not an object")

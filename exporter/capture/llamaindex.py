@@ -32,7 +32,7 @@ from exporter.config.postgres import DEFAULT_VERSION_KEY
 from exporter.records.limits import DEFAULT_LIMITS
 from exporter.records.schema import Chunk
 
-__all__ = ["MAX_NODES", "chunk_of_node", "from_llamaindex"]
+__all__ = ["MAX_NODES", "chunk_of_node", "cited_documents", "from_llamaindex"]
 
 #: The store's nodes read for one answer: the nodes of the documents it cites, not an index.
 MAX_NODES = 10_000
@@ -91,6 +91,24 @@ def from_llamaindex(
         return Captured(
             None, (Refusal("unreadable_response", f"reading it raised {type(error).__name__}"),)
         )
+
+
+def cited_documents(response: object) -> list[str]:
+    """The documents a response's source nodes name (``ref_doc_id``), first seen first: whose
+    nodes :func:`from_llamaindex` needs. Never raises; what it cannot read it leaves out."""
+    try:
+        sources = reading.items(response, "source_nodes", _MAX_SOURCES)
+    except Exception:  # unreadable: from_llamaindex says why
+        return []
+    found: dict[str, None] = {}
+    for source in sources:
+        try:
+            doc_id = _ref_doc_id(reading.field(source, "node", source))
+        except Exception:  # one unreadable node: from_llamaindex refuses it
+            continue
+        if doc_id is not None:
+            found[doc_id] = None
+    return list(found)
 
 
 @dataclass(slots=True)

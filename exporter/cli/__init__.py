@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from exporter import __version__
-from exporter.cli import apply, demo, produce, report, run, simulate, sweep
+from exporter.cli import apply, capture, demo, produce, report, run, simulate, sweep
 from exporter.cli.common import EXIT_CODES, EXIT_INTERNAL, EXIT_USAGE, UsageError
 from exporter.memory import tune_collector
 
@@ -31,6 +31,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "produce": produce.run,
     "simulate": simulate.run,
     "apply": apply.run,
+    "capture": capture.run,
 }
 
 
@@ -46,7 +47,7 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     # not required: with no command, _no_command lists them (argparse would only name COMMAND)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in (sweep, report, apply, demo, run, produce, simulate):
+    for module in (sweep, report, apply, capture, demo, run, produce, simulate):
         module.add_parser(commands)
     return parser
 
