@@ -20,6 +20,7 @@ from exporter.records.schema import Chunk
 __all__ = [
     "REASONS",
     "UNITS",
+    "AnswerSender",
     "Captured",
     "Chunk",
     "Reason",
@@ -32,3 +33,12 @@ __all__ = [
     "from_langchain",
     "from_llamaindex",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``AnswerSender`` on first use: only a caller that sends pays for aiokafka's import."""
+    if name == "AnswerSender":
+        from exporter.capture.sender import AnswerSender  # noqa: PLC0415
+
+        return AnswerSender
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
