@@ -257,3 +257,16 @@ def test_captured_answers_sweep_ok_and_repair_after_a_reindex(
         assert verdict["repair"]["chunk_id"] in holders
         assert texts[verdict["repair"]["chunk_id"]][start:end] == citation["quote"]
     assert statuses.count("drift_repaired") >= 3
+
+
+@pytest.mark.parametrize("engine", [CitationQueryEngine, CitationQueryEngineUpTo01423])
+def test_the_index_docstore_gives_the_nodes_of_the_documents_cited(
+    engine: type[CitationQueryEngine],
+) -> None:
+    index = VectorStoreIndex(_nodes(), embed_model=MockEmbedding(embed_dim=8))
+    response = engine.from_args(
+        index, llm=CitingLLM(), similarity_top_k=10, citation_chunk_size=20
+    ).query("What are the refund and warranty terms?")
+    from_docstore = from_llamaindex(response, index.docstore, answer_id="a-1")
+    assert from_docstore.refusals == ()
+    assert from_docstore == from_llamaindex(response, NODES, answer_id="a-1")

@@ -8,14 +8,19 @@ compute them by hand: ``from_anthropic``, ``from_langchain`` and ``from_llamaind
 on what the framework's objects hold.
 """
 
+from typing import TYPE_CHECKING
+
 from exporter.capture.anthropic import from_anthropic
 from exporter.capture.building import Captured, Refusal
 from exporter.capture.langchain import chunk_of_document, from_langchain
-from exporter.capture.llamaindex import chunk_of_node, from_llamaindex
+from exporter.capture.llamaindex import chunk_of_node, cited_documents, from_llamaindex
 from exporter.capture.offsets import UNITS, Unit
 from exporter.capture.reasons import REASONS, Reason
 from exporter.records.fingerprint import document_fingerprint
 from exporter.records.schema import Chunk
+
+if TYPE_CHECKING:
+    from exporter.capture.sender import AnswerSender
 
 __all__ = [
     "REASONS",
@@ -28,6 +33,7 @@ __all__ = [
     "Unit",
     "chunk_of_document",
     "chunk_of_node",
+    "cited_documents",
     "document_fingerprint",
     "from_anthropic",
     "from_langchain",

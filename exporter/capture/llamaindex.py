@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from exporter.capture import reading
 from exporter.capture.building import AnswerBuilder, Captured, Refusal, check_event_fields
@@ -72,7 +73,7 @@ def chunk_of_node(node: object, *, doc_version_key: str = DEFAULT_VERSION_KEY) -
 
 def from_llamaindex(
     response: object,
-    nodes: Iterable[object] = (),
+    nodes: Iterable[object] | Any = (),
     *,
     answer_id: str,
     doc_version_key: str = DEFAULT_VERSION_KEY,
@@ -81,16 +82,41 @@ def from_llamaindex(
     fingerprints: Mapping[str, str] | None = None,
 ) -> Captured:
     """The answer event of ``response`` (a LlamaIndex ``Response`` or its dict: ``response``
-    and ``source_nodes``) over ``nodes``, the store's nodes of the documents it cites (at most
-    :data:`MAX_NODES`). Never raises on what the response or the nodes hold."""
+    and ``source_nodes``) over ``nodes``: the store's nodes of the documents it cites (at most
+    :data:`MAX_NODES`), or the index's docstore (``index.docstore``), from which those nodes
+    are read. Never raises on what the response or the nodes hold."""
     check_event_fields(answer_id, topic, emitted_at, dict(fingerprints or {}))
     try:
+        if _is_docstore(nodes):
+            nodes = _nodes_in(nodes, cited_documents(response))
         store = _Store.of(nodes, doc_version_key)
         return _capture(response, store, answer_id, topic, emitted_at, fingerprints)
     except Exception as error:  # a hostile object's own code raised: refused, never re-raised
         return Captured(
             None, (Refusal("unreadable_response", f"reading it raised {type(error).__name__}"),)
         )
+
+
+def _is_docstore(nodes: object) -> bool:
+    return callable(getattr(nodes, "get_ref_doc_info", None)) and callable(
+        getattr(nodes, "get_nodes", None)
+    )
+
+
+def _nodes_in(docstore: Any, doc_ids: list[str]) -> list[object]:
+    """The nodes a LlamaIndex docstore holds of these documents (at most :data:`MAX_NODES`)."""
+    nodes: list[object] = []
+    for doc_id in doc_ids:
+        info = docstore.get_ref_doc_info(doc_id)
+        node_ids = getattr(info, "node_ids", None) if info is not None else None
+        if not isinstance(node_ids, list) or not node_ids:
+            continue
+        wanted = [i for i in node_ids[: MAX_NODES - len(nodes)] if type(i) is str]
+        found = docstore.get_nodes(wanted, raise_error=False)
+        nodes.extend(node for node in found[: len(wanted)] if node is not None)
+        if len(nodes) >= MAX_NODES:
+            break
+    return nodes
 
 
 def cited_documents(response: object) -> list[str]:
