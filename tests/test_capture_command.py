@@ -227,3 +227,24 @@ def test_help_teaches_the_line_shape(capsys: pytest.CaptureFixture[str]) -> None
         main(["capture", "--help"])
     shown = capsys.readouterr().out
     assert "a line of RESPONSES" in shown and "--documents" in shown and "--refusals" in shown
+
+
+def test_a_backfill_reads_a_store_that_llamaindex_keeps_in_postgres(
+    tmp_path: Path, database: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from postgres_support import fill_llamaindex
+
+    fill_llamaindex(database, CHUNKS)
+    responses = _write(tmp_path / "r.jsonl", [_llamaindex_line()])
+    out = tmp_path / "events.jsonl"
+    store = ["--documents", database, "--chunks-layout", "llamaindex"]
+    code = main(["capture", "--from", "llamaindex", str(responses), *store, "--out", str(out),
+                 "--format", "json"])  # fmt: skip
+    summary = json.loads(capsys.readouterr().out)
+    assert code == 0 and summary["chunks"] == 2 and summary["refused"] == {}
+    (event,) = [json.loads(line) for line in out.read_text().splitlines()]
+    (citation,) = event["citations"]
+    assert (
+        citation["chunk_id"] == "warranty#0" and citation["quote"] == "It covers defects, not wear."
+    )
+    assert citation["doc_span"] == [30, 58] and len(citation["doc_sha256"]) == 64
