@@ -152,3 +152,17 @@ def test_no_llamaindex_response_raises_and_every_span_holds_its_quote(
         if text is not None:  # else a source node that is its own chunk
             assert text[start:end] == citation["quote"]
         assert citation["quote"].strip() == citation["quote"] != ""
+
+
+def test_an_answer_with_a_lone_surrogate_is_refused_saying_so() -> None:
+    """Found by an attack: it was 'reading it raised TypeError'."""
+    chunk = Chunk(doc_id="d", doc_version="v", chunk_id="c", text="Refunds take 30 days.")
+    for captured in (
+        from_anthropic(
+            {"content": [{"type": "text", "text": "Hi \ud800."}]}, [chunk], answer_id="a"
+        ),
+        from_llamaindex({"response": "Hi \ud800 [1].", "source_nodes": []}, [], answer_id="a"),
+    ):
+        assert captured.event is None
+        (refusal,) = captured.refusals
+        assert refusal.reason == "unreadable_response" and "lone surrogate" in refusal.detail

@@ -82,7 +82,7 @@ def _capture(  # noqa: PLR0917 - from_anthropic's arguments, once checked
             for block in reading.items(message, "content", MAX_BLOCKS, required=True)
             if _is_text_block(block)
         ]
-        texts = [reading.text(block, "text") for block in blocks]
+        texts = [reading.answer_text(block, "text") for block in blocks]
     except reading.UnreadableError as error:
         return Captured(None, (Refusal("unreadable_response", str(error)),))
     builder = AnswerBuilder(

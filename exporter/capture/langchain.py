@@ -111,7 +111,7 @@ def _capture(  # noqa: PLR0917 - from_langchain's arguments, once checked
     fingerprints: Mapping[str, str] | None,
 ) -> Captured:
     try:
-        text = reading.text(answer, "answer")
+        text = reading.answer_text(answer, "answer")
         citations = reading.items(answer, "citations", _MAX_CITATIONS)
     except reading.UnreadableError as error:
         return Captured(None, (Refusal("unreadable_response", str(error)),))

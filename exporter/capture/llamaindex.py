@@ -183,7 +183,7 @@ def _capture(  # noqa: PLR0917 - from_llamaindex's arguments, once checked
     fingerprints: Mapping[str, str] | None,
 ) -> Captured:
     try:
-        text = reading.text(response, "response")
+        text = reading.answer_text(response, "response")
         sources = reading.items(response, "source_nodes", _MAX_SOURCES)
     except reading.UnreadableError as error:
         return Captured(None, (Refusal("unreadable_response", str(error)),))

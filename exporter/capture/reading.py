@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["UnreadableError", "field", "integer", "items", "text"]
+__all__ = ["UnreadableError", "answer_text", "field", "integer", "items", "text"]
 
 _MISSING = object()
 
@@ -40,6 +40,20 @@ def text(value: object, name: str) -> str:
     found = field(value, name)
     if type(found) is not str:
         raise UnreadableError(f"{name!r} must be a string, not {type(found).__name__}")
+    return found
+
+
+def answer_text(value: object, name: str) -> str:
+    """An answer's text: a string that JSON can carry (a lone surrogate cannot be written in
+    UTF-8, so no event holding it could be read back)."""
+    found = text(value, name)
+    try:
+        found.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise UnreadableError(
+            f"{name!r} holds a lone surrogate at character {error.start}: no JSON reader gives "
+            "it back"
+        ) from None
     return found
 
 
