@@ -75,8 +75,9 @@ class AnswerSender:
     """Sends answer events to the answer topic on a thread of its own.
 
     ``with AnswerSender(KafkaConnection(bootstrap_servers=...), topic="rag.answers") as sender:
-    sender.submit(captured)``; or :meth:`from_settings` for the exporter's own settings (its
-    TOML file and ``CITATION_*`` variables). Pass ``registry`` to have its counts scraped.
+    sender.submit(captured)``; connected as the exporter connects with
+    ``settings = exporter.settings.load_settings()`` and ``AnswerSender(settings.kafka,
+    topic=settings.answers_topic)``. Pass ``registry`` to have its counts scraped.
     """
 
     def __init__(
@@ -108,14 +109,6 @@ class AnswerSender:
         self._deadline = float("inf")
         if registry is not None:
             registry.register(_SenderCollector(self))
-
-    @classmethod
-    def from_settings(cls, config_file: Any = None, **options: Any) -> AnswerSender:
-        """A sender to the exporter's answer topic, connected as the exporter connects."""
-        from exporter.settings import load_settings  # noqa: PLC0415 - only this way needs them
-
-        settings = load_settings(config_file)
-        return cls(settings.kafka, topic=settings.answers_topic, **options)
 
     # --- the caller's side ----------------------------------------------------------------
 
