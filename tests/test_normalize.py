@@ -8,7 +8,14 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from exporter.checks.normalize import FoldedText, fold, fold_with_map, refold
+from exporter.checks.normalize import (
+    _IRREGULAR,
+    FoldedText,
+    _fold_unit,
+    fold,
+    fold_with_map,
+    refold,
+)
 
 # Characters that exercise every folding rule, plus ordinary text.
 _INTERESTING = (
@@ -69,6 +76,19 @@ def test_fold_keeps_case_and_digits() -> None:
 @given(any_text)
 def test_fold_and_fold_with_map_agree(text: str) -> None:
     assert fold_with_map(text).text == fold(text)
+
+
+# Every ASCII character a rule reads (whitespace str.isspace counts, \x1c-\x1f included), and
+# letters, digits and dashes for joins and runs.
+_ASCII_RULES = st.text(alphabet=st.sampled_from("aZ0.-- \n\t\r\x0b\x0c\x1c\x1d\x1e\x1f"))
+
+
+@given(_ASCII_RULES)
+def test_the_ascii_fast_path_folds_as_the_general_rules_do(text: str) -> None:
+    # fold() takes str methods and literal-led expressions for ASCII text; the one definition
+    # of folding is the general expression, which must agree on every ASCII text
+    assert fold(text) == _IRREGULAR.sub(_fold_unit, text)
+    assert fold_with_map(text).text == _IRREGULAR.sub(_fold_unit, text)
 
 
 @given(any_text)
