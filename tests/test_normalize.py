@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import tracemalloc
 
 import pytest
 from hypothesis import assume, given
@@ -80,7 +81,7 @@ def test_fold_and_fold_with_map_agree(text: str) -> None:
 
 # Every ASCII character a rule reads (whitespace str.isspace counts, \x1c-\x1f included), and
 # letters, digits and dashes for joins and runs.
-_ASCII_RULES = st.text(alphabet=st.sampled_from("aZ0.-- \n\t\r\x0b\x0c\x1c\x1d\x1e\x1f"))
+_ASCII_RULES = st.text(alphabet=st.sampled_from("aZ0.- \n\t\r\x0b\x0c\x1c\x1d\x1e\x1f"))
 
 
 @given(_ASCII_RULES)
@@ -89,6 +90,23 @@ def test_the_ascii_fast_path_folds_as_the_general_rules_do(text: str) -> None:
     # of folding is the general expression, which must agree on every ASCII text
     assert fold(text) == _IRREGULAR.sub(_fold_unit, text)
     assert fold_with_map(text).text == _IRREGULAR.sub(_fold_unit, text)
+    # and past the length where whitespace is folded by an expression instead of split
+    long = (text + "a") * (5000 // (len(text) + 1) + 1)
+    assert fold(long) == _IRREGULAR.sub(_fold_unit, long)
+
+
+def test_a_long_ascii_text_folds_its_spaces_without_a_list_of_its_words() -> None:
+    # split and join would hold every word: 22 bytes per character of "ab ab ab ..."; past
+    # the split's bound, a text of single spaces costs about its folded copy
+    text = "ab " * 350_000
+    tracemalloc.start()
+    try:
+        folded = fold(text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert folded == text
+    assert peak < 2 * len(text)
 
 
 @given(any_text)
