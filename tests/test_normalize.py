@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import tracemalloc
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from exporter.checks.normalize import (
@@ -93,6 +94,51 @@ def test_the_ascii_fast_path_folds_as_the_general_rules_do(text: str) -> None:
     # and past the length where whitespace is folded by an expression instead of split
     long = (text + "a") * (5000 // (len(text) + 1) + 1)
     assert fold(long) == _IRREGULAR.sub(_fold_unit, long)
+
+
+# ASCII beside the typography fold() translates to ASCII first, and beside characters it does
+# not (an invisible one, a combining mark, an accented letter, a Japanese one, the full-width
+# hyphen), which must take the general expression
+_NON_ASCII = (
+    "\u00a0\u2009\u202f\u2018\u2019\u201a\u201b\u2032\u00b4\u201c\u201d\u201e\u201f"
+    "\u2033\u00ab\u00bb\u2010\u2011\u2012\u2013\u2014\u2015\u2212"
+    "\ufb00\ufb01\ufb02\ufb03\ufb04\u2026"
+    "\u00ad\u200b\u0301\u00e9\u3042\uff0d"
+)
+# a letter, a space, a line break and a hyphen, with a few of the others at a time, so that
+# the rare neighbourhoods a rule reads ("a", a soft hyphen, a line break, "a") come up often
+_TYPOGRAPHY_RULES = st.lists(
+    st.sampled_from(_NON_ASCII), min_size=1, max_size=3, unique=True
+).flatmap(lambda chars: st.text(alphabet=st.sampled_from("a \n-" + "".join(chars)), max_size=12))
+
+
+@settings(max_examples=1000)
+@given(_TYPOGRAPHY_RULES)
+def test_common_typography_folds_as_the_general_rules_do(text: str) -> None:
+    assert fold(text) == _IRREGULAR.sub(_fold_unit, text)
+    assert fold_with_map(text).text == fold(text)
+
+
+def test_common_typography_folds_as_the_general_rules_do_in_every_short_neighbourhood() -> None:
+    # a rule reads a letter, a run and a letter around a place: every text of up to five
+    # characters over a letter, a space, a line break, a hyphen and one of the characters, and
+    # of up to three over those and two of them, folds as the general expression folds it
+    # (random texts rarely hold "a", a soft hyphen, a line break, "a", which a soft hyphen
+    # deleted first would fold to "a a", not "aa")
+    texts = [
+        "".join(chars)
+        for one in _NON_ASCII
+        for length in range(1, 6)
+        for chars in itertools.product("a -\n" + one, repeat=length)
+    ]
+    texts += [
+        "".join(chars)
+        for first, second in itertools.combinations(_NON_ASCII, 2)
+        for length in range(2, 4)
+        for chars in itertools.product("a -\n" + first + second, repeat=length)
+    ]
+    wrong = [text for text in texts if fold(text) != _IRREGULAR.sub(_fold_unit, text)]
+    assert not wrong, f"{len(wrong)} texts fold otherwise, such as {wrong[:3]!r}"
 
 
 def test_a_long_ascii_text_folds_its_spaces_without_a_list_of_its_words() -> None:

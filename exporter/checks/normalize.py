@@ -142,12 +142,74 @@ def _ascii_spaces(text: str) -> str:
     return joined
 
 
+# The typography re-extractions commonly add, each character folding to ASCII by itself,
+# whatever stands beside it, so a text of ASCII and these folds as its ASCII translation does:
+# no-break and thin spaces (whitespace, as a space is), curly quotes, dashes and the minus sign
+# (as "-" in every rule), the "fi"-style ligatures (letters, as their letters are) and the
+# ellipsis. Not the full-width hyphen, which sits among the Chinese and Japanese characters.
+_TYPOGRAPHY_TO_ASCII = {
+    "\u00a0": " ",
+    "\u2009": " ",
+    "\u202f": " ",
+    "\u2018": "'",
+    "\u2019": "'",
+    "\u201a": "'",
+    "\u201b": "'",
+    "\u2032": "'",
+    "\u00b4": "'",
+    "\u201c": '"',
+    "\u201d": '"',
+    "\u201e": '"',
+    "\u201f": '"',
+    "\u2033": '"',
+    "\u00ab": '"',
+    "\u00bb": '"',
+    "\u2010": "-",
+    "\u2011": "-",
+    "\u2012": "-",
+    "\u2013": "-",
+    "\u2014": "-",
+    "\u2015": "-",
+    "\u2212": "-",
+    "\ufb00": "ff",
+    "\ufb01": "fi",
+    "\ufb02": "fl",
+    "\ufb03": "ffi",
+    "\ufb04": "ffl",
+    "\u2026": "...",
+}
+# The invisible characters are deleted, as the rules delete them, but for one place: between a
+# letter and a line break and a letter they join the two words, and the line break goes too
+# ("exam\u00ad\nple" folds to "example"), which a text without a line break never has.
+_INVISIBLE_TO_ASCII = dict.fromkeys(_INVISIBLE, "")
+_TO_ASCII = {**_TYPOGRAPHY_TO_ASCII, **_INVISIBLE_TO_ASCII}
+# the first character that is neither ASCII nor in the tables (a search stops there)
+_NOT_TYPOGRAPHY = re.compile("[^\\x00-\\x7f" + "".join(_TYPOGRAPHY_TO_ASCII) + "]")
+_NOT_TO_ASCII = re.compile("[^\\x00-\\x7f" + "".join(_TO_ASCII) + "]")
+_NON_ASCII_CHAR = re.compile("[^\\x00-\\x7f]")
+
+
+def _fold_ascii(text: str) -> str:
+    if "-" not in text:
+        return _ascii_spaces(text)
+    return _ASCII_DASHES.sub("-", _ascii_spaces(_ASCII_JOIN.sub("", text)))
+
+
 def fold(text: str) -> str:
     """Return the folded form of ``text`` (no offset map; the hot path)."""
     if text.isascii():
-        if "-" not in text:
-            return _ascii_spaces(text)
-        return _ASCII_DASHES.sub("-", _ascii_spaces(_ASCII_JOIN.sub("", text)))
+        return _fold_ascii(text)
+    # ASCII but for common typography: its ASCII translation folds alike, at str speed (the
+    # expression calls Python at each non-ASCII character, and its look-behinds slow the rest).
+    # A property test holds this to the general expression.
+    if (
+        len(text) <= _SPLIT_MAX_CHARS
+        and _NOT_TO_ASCII.search(text) is None
+        and ("\n" not in text or _NOT_TYPOGRAPHY.search(text) is None)
+    ):
+        for char in set(_NON_ASCII_CHAR.findall(text)):
+            text = text.replace(char, _TO_ASCII[char])
+        return _fold_ascii(text)
     return _IRREGULAR.sub(_fold_unit, text)
 
 
