@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import time
 
 import pytest
 from conftest import chunk_record, store_of
@@ -18,6 +19,8 @@ from exporter.checks.relocate import (
     NOT_FOUND,
     STRADDLES,
     UNIQUE,
+    Budget,
+    OutOfBudgetError,
     PositionHint,
     Relocation,
     relocate,
@@ -346,3 +349,32 @@ def test_a_unique_place_says_so() -> None:
     hint = PositionHint(0, len(QUOTE), document_fingerprint(view.text))
     result = relocate(FoldedQuote(QUOTE), view, threshold=98.0, hint=hint)
     assert result.outcome == FOUND and result.how == UNIQUE
+
+
+def _spin(seconds: float) -> None:
+    """Spend ``seconds`` of this thread's CPU time."""
+    until = time.thread_time() + seconds
+    while time.thread_time() < until:
+        pass
+
+
+def test_a_relocation_budget_is_spent_by_cpu_time() -> None:
+    budget = Budget(0.02)
+    budget.check()  # the clock starts
+    _spin(0.005)
+    budget.check()
+    _spin(0.03)
+    with pytest.raises(OutOfBudgetError):
+        budget.check()
+
+
+def test_time_that_passes_without_cpu_spends_no_budget() -> None:
+    # a process descheduled (a busy neighbour) is past the budget by the wall clock, not by
+    # its own CPU time: the wall clock alone must not end the relocation
+    budget = Budget(0.02)
+    budget.check()
+    time.sleep(0.05)
+    budget.check()
+    _spin(0.03)
+    with pytest.raises(OutOfBudgetError):
+        budget.check()
