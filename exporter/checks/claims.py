@@ -719,8 +719,14 @@ _EMOTION_STEMS = (
 )  # fmt: skip
 _NEEDS_EMOTION = [_EMOTION in unit for unit in _STRONG]
 _NEEDS_QUESTION = [r"\?" in unit for unit in _STRONG]
-_FRAMING_BY_TEXT = {
-    (emotion, question): _framing(
+
+
+@functools.cache
+def framing_units(emotion: bool, question: bool) -> re.Pattern[str]:
+    """The framing units a sentence with (or without) an emotion word and a question mark
+    could hold, compiled on first use: the four expressions take a tenth of a second to
+    compile, which every command would pay at start-up, most of them for nothing."""
+    return _framing(
         [
             unit
             for unit, needs_emotion, needs_question in zip(
@@ -729,10 +735,8 @@ _FRAMING_BY_TEXT = {
             if (emotion or not needs_emotion) and (question or not needs_question)
         ]
     )
-    for emotion in (False, True)
-    for question in (False, True)
-}
-_FRAMING = _FRAMING_BY_TEXT[True, True]
+
+
 _PREFIX = re.compile("(?:" + "|".join(_PREFIXES) + ") ?")
 # What joins units: punctuation, quotes, brackets and connectives.
 _GLUE = re.compile(
@@ -770,7 +774,7 @@ def _is_framing(text: str, framing: re.Pattern[str] | None = None) -> bool:
     units to try; by default those the text could hold)."""
     if framing is None:
         emotion = any(stem in text for stem in _EMOTION_STEMS)
-        framing = _FRAMING_BY_TEXT[emotion, "?" in text]
+        framing = framing_units(emotion, "?" in text)
     position, end, weak_last, strong, trailing = 0, len(text), True, False, False
     for _ in range(_MAX_UNITS):
         glue = _GLUE.match(text, position)  # always matches, perhaps nothing
