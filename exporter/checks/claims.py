@@ -737,6 +737,15 @@ def framing_units(emotion: bool, question: bool) -> re.Pattern[str]:
     )
 
 
+def _compile_framing_units() -> None:
+    """Compile every variant of the framing units now: a classifier is made where it will be
+    used, and before a sweep forks its workers, which then share them instead of each
+    compiling its own."""
+    for emotion in (False, True):
+        for question in (False, True):
+            framing_units(emotion, question)
+
+
 _PREFIX = re.compile("(?:" + "|".join(_PREFIXES) + ") ?")
 # What joins units: punctuation, quotes, brackets and connectives.
 _GLUE = re.compile(
@@ -816,6 +825,9 @@ class RuleClassifier:
 
     __slots__ = ()
 
+    def __init__(self) -> None:
+        _compile_framing_units()
+
     def classify(self, sentence: str) -> SentenceKind:
         """Claim unless the sentence is recognisably framing (or has nothing in it to check)."""
         sentence = _plain(sentence)
@@ -837,6 +849,7 @@ class HybridClassifier:
         # the weights load here, so a broken install fails when the classifier is configured,
         # not on the first sentence
         shipped_model()
+        _compile_framing_units()
 
     def classify(self, sentence: str) -> SentenceKind:
         """Framing if the rules say so, or if the model is sure on words it knows; else a claim."""
