@@ -222,6 +222,9 @@ def main() -> None:
         help="with --judge-latency: share of citations sampled (default: %(default)s)",
     )
     args = parser.parse_args()
+    # the commands as an installed package runs them, with their bytecode cached: where
+    # writing bytecode is switched off, every start would compile every module again
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
     with tempfile.TemporaryDirectory() as workdir, kafka_broker() as bootstrap:
         scenario = Path(workdir) / "scenario"

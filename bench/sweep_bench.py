@@ -120,6 +120,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--hint-share", type=float, default=0.0)
     args = parser.parse_args()
+    # the commands as an installed package runs them, with their bytecode cached: where
+    # writing bytecode is switched off, every start would compile every module again
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
     directory = _scenario(args.answers, args.seed, args.hint_share)
     wall, summary, peak = _time_sweep(directory, None, args.repeat)
