@@ -22,9 +22,8 @@ from __future__ import annotations
 import heapq
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 from exporter.entailment.results import CLAIM_CHARS_KEPT
 
@@ -52,8 +51,11 @@ _CONDITIONAL = re.compile(r"\b(?:if|unless|only|except|may|up to)\b")
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class Stratum:
+class Stratum(NamedTuple):
+    """An answer's age band and a citation's near-miss family. A tuple, not a dataclass: a
+    sweep looks up a stratum in a dict several times per judgeable citation, and a tuple
+    hashes in C (a frozen dataclass calls its generated ``__hash__``); ordered alike."""
+
     age: str
     family: str
 
