@@ -75,6 +75,8 @@ def _letter(
     """One dead letter for every invalid citation of a message, however many, and for every
     result a check could not judge (unusable sentences, a plug-in that raised); None when there
     is nothing wrong."""
+    if not invalid and not results:
+        return None  # nearly every message: nothing to list
     reason = invalid[0].reason if invalid else "invalid_record"
     unjudged = [(result.check, u) for result in results if (u := result.unusable) is not None]
     parts = [f"{check}: {unusable.error}" for check, unusable in unjudged]
@@ -274,7 +276,9 @@ def _check(  # noqa: PLR0917 - the private body of check_message, called once
     clock = time.perf_counter if mode is Mode.INLINE else None
     results: list[CheckResult] = []
     plugins = policy.citation_plugins
-    for index, (position, item) in enumerate(message_citations(parsed, policy.limits)):
+    # message_citations, without its generator in between (a frame per citation)
+    for index, item in enumerate(decode_citations(parsed, policy.limits)):
+        position = index if in_answer else None
         if type(item) is Citation:
             decoded = True
             if item.sentence_index is not None:
