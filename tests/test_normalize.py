@@ -141,6 +141,18 @@ def test_common_typography_folds_as_the_general_rules_do_in_every_short_neighbou
     assert not wrong, f"{len(wrong)} texts fold otherwise, such as {wrong[:3]!r}"
 
 
+def test_typography_dense_text_folds_without_an_object_per_character() -> None:
+    # the fast path translates a text of thousands of dashes or no-break spaces to ASCII; a
+    # list of its non-ASCII characters made one string object each (345 KB for 4,096 dashes)
+    for text in ("a" + "\u2014" * 4094 + "b", "\u00a0\u2009\u202f" * 1365, "\u200b" * 4096):
+        tracemalloc.start()
+        folded = fold(text)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert folded == _IRREGULAR.sub(_fold_unit, text)
+        assert peak < 64 * 1024, f"{peak:,} bytes to fold {len(text):,} characters"
+
+
 def test_a_long_ascii_text_folds_its_spaces_without_a_list_of_its_words() -> None:
     # split and join would hold every word: 22 bytes per character of "ab ab ab ..."; past
     # the split's bound, a text of single spaces costs about its folded copy

@@ -186,7 +186,6 @@ _TO_ASCII = {**_TYPOGRAPHY_TO_ASCII, **_INVISIBLE_TO_ASCII}
 # the first character that is neither ASCII nor in the tables (a search stops there)
 _NOT_TYPOGRAPHY = re.compile("[^\\x00-\\x7f" + "".join(_TYPOGRAPHY_TO_ASCII) + "]")
 _NOT_TO_ASCII = re.compile("[^\\x00-\\x7f" + "".join(_TO_ASCII) + "]")
-_NON_ASCII_CHAR = re.compile("[^\\x00-\\x7f]")
 
 
 def _fold_ascii(text: str) -> str:
@@ -207,8 +206,11 @@ def fold(text: str) -> str:
         and _NOT_TO_ASCII.search(text) is None
         and ("\n" not in text or _NOT_TYPOGRAPHY.search(text) is None)
     ):
-        for char in set(_NON_ASCII_CHAR.findall(text)):
-            text = text.replace(char, _TO_ASCII[char])
+        # a scan per table entry, at C speed: a list of the text's non-ASCII characters would
+        # be a new object for each (345 KB for 4,096 dashes, 17 times slower)
+        for char, ascii in _TO_ASCII.items():
+            if char in text:
+                text = text.replace(char, ascii)
         return _fold_ascii(text)
     return _IRREGULAR.sub(_fold_unit, text)
 
