@@ -69,18 +69,21 @@ def _scenario(answers: int, seed: int, hint_share: float) -> Path:
     return directory
 
 
-# Runs a command and reports the peak resident memory of its largest process on stderr.
+# Runs a command and reports on stderr the peak resident memory of its largest process and the
+# CPU seconds (user and system) of all its processes.
 _PEAK_RSS = (
     "import resource, subprocess, sys; done = subprocess.run(sys.argv[1:]); "
-    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); "
+    "used = resource.getrusage(resource.RUSAGE_CHILDREN); "
+    "print(used.ru_maxrss, used.ru_utime + used.ru_stime, file=sys.stderr); "
     "sys.exit(done.returncode)"
 )
 
 
 def _time_sweep(
     directory: Path, jobs: int | None, repeat: int, *extra: str
-) -> tuple[float, dict[str, object], int]:
-    """Best wall time of the sweep, its JSON summary, and its peak RSS in KiB."""
+) -> tuple[float, dict[str, object], int, float]:
+    """Best wall time of the sweep, its JSON summary, its peak RSS in KiB and its least CPU
+    time (every process of it)."""
     command = [
         sys.executable,
         "-c",
@@ -99,7 +102,7 @@ def _time_sweep(
     if jobs is not None:
         command += ["--jobs", str(jobs)]
     command += extra
-    best, summary, peak = float("inf"), {}, 0
+    best, summary, peak, cpu = float("inf"), {}, 0, float("inf")
     for _ in range(repeat):
         started = time.perf_counter()
         done = subprocess.run(command, capture_output=True, check=False)
@@ -108,8 +111,9 @@ def _time_sweep(
             raise SystemExit(f"sweep failed: {done.stderr.decode()}")
         best = min(best, elapsed)
         summary = json.loads(done.stdout)
-        peak = max(peak, int(done.stderr.decode().split()[-1]))
-    return best, summary, peak
+        rss, seconds = done.stderr.decode().split()[-2:]
+        peak, cpu = max(peak, int(rss)), min(cpu, float(seconds))
+    return best, summary, peak, cpu
 
 
 def main() -> None:
@@ -125,12 +129,12 @@ def main() -> None:
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
     directory = _scenario(args.answers, args.seed, args.hint_share)
-    wall, summary, peak = _time_sweep(directory, None, args.repeat)
-    wall_one, _, peak_one = _time_sweep(directory, 1, args.repeat)
+    wall, summary, peak, _ = _time_sweep(directory, None, args.repeat)
+    wall_one, _, peak_one, cpu_one = _time_sweep(directory, 1, args.repeat)
     # the sample for the entailment judge (2,000 by default) against none: what drawing it costs
     no_sample = ("--judge-sample", "0")
-    wall_bare, _, _ = _time_sweep(directory, None, args.repeat, *no_sample)
-    wall_one_bare, _, _ = _time_sweep(directory, 1, args.repeat, *no_sample)
+    wall_bare, *_ = _time_sweep(directory, None, args.repeat, *no_sample)
+    wall_one_bare, *_ = _time_sweep(directory, 1, args.repeat, *no_sample)
     entailment = summary["entailment"]
     assert isinstance(entailment, dict)
     citations = int(summary["citations"])  # type: ignore[call-overload]
@@ -160,7 +164,8 @@ def main() -> None:
     )
     print(
         f"sweep command, --jobs 1:                 {wall_one:.2f} s wall "
-        f"({citations / wall_one:,.0f} citations/s), peak RSS {peak_one / 1024:.0f} MiB"
+        f"({citations / wall_one:,.0f} citations/s), peak RSS {peak_one / 1024:.0f} MiB, "
+        f"{cpu_one:.2f} s CPU ({cpu_one / citations * 1e6:.1f} us per citation)"
     )
     print(
         f"  of which the judge's sample ({entailment['sampled']:,} of "
