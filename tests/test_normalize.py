@@ -101,7 +101,7 @@ def test_the_ascii_fast_path_folds_as_the_general_rules_do(text: str) -> None:
 # hyphen), which must take the general expression
 _NON_ASCII = (
     "\u00a0\u2009\u202f\u2018\u2019\u201a\u201b\u2032\u00b4\u201c\u201d\u201e\u201f"
-    "\u2033\u00ab\u00bb\u2010\u2011\u2012\u2013\u2014\u2015\u2212"
+    "\u2033\u00ab\u00bb\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63"
     "\ufb00\ufb01\ufb02\ufb03\ufb04\u2026"
     "\u00ad\u200b\u0301\u00e9\u3042\uff0d"
 )

@@ -72,24 +72,24 @@ _IRREGULAR = re.compile(
     re.DOTALL,
 )
 
-_TYPOGRAPHY = str.maketrans(
-    {
-        **dict.fromkeys(_INVISIBLE),
-        "\u2018": "'",
-        "\u2019": "'",
-        "\u201a": "'",
-        "\u201b": "'",
-        "\u2032": "'",
-        "\u00b4": "'",
-        "\u201c": '"',
-        "\u201d": '"',
-        "\u201e": '"',
-        "\u201f": '"',
-        "\u2033": '"',
-        "\u00ab": '"',
-        "\u00bb": '"',
-    }
-)
+# Quotes, primes and accents folded to their ASCII forms (before NFKC, which would make an
+# accent a space and a combining mark).
+_QUOTE_FOLDS = {
+    "\u2018": "'",
+    "\u2019": "'",
+    "\u201a": "'",
+    "\u201b": "'",
+    "\u2032": "'",
+    "\u00b4": "'",
+    "\u201c": '"',
+    "\u201d": '"',
+    "\u201e": '"',
+    "\u201f": '"',
+    "\u2033": '"',
+    "\u00ab": '"',
+    "\u00bb": '"',
+}
+_TYPOGRAPHY = str.maketrans({**dict.fromkeys(_INVISIBLE), **_QUOTE_FOLDS})
 
 
 def _fold_char(raw: str) -> str:
@@ -151,26 +151,8 @@ _TYPOGRAPHY_TO_ASCII = {
     "\u00a0": " ",
     "\u2009": " ",
     "\u202f": " ",
-    "\u2018": "'",
-    "\u2019": "'",
-    "\u201a": "'",
-    "\u201b": "'",
-    "\u2032": "'",
-    "\u00b4": "'",
-    "\u201c": '"',
-    "\u201d": '"',
-    "\u201e": '"',
-    "\u201f": '"',
-    "\u2033": '"',
-    "\u00ab": '"',
-    "\u00bb": '"',
-    "\u2010": "-",
-    "\u2011": "-",
-    "\u2012": "-",
-    "\u2013": "-",
-    "\u2014": "-",
-    "\u2015": "-",
-    "\u2212": "-",
+    **_QUOTE_FOLDS,
+    **dict.fromkeys(_UNICODE_DASHES.replace("\uff0d", ""), "-"),
     "\ufb00": "ff",
     "\ufb01": "fi",
     "\ufb02": "fl",
