@@ -46,16 +46,9 @@ from exporter.checks.claims import (  # noqa: E402
 DATA = ROOT / "tests" / "data" / "coverage" / "sentences.jsonl"
 # whole answers written blind to the classifier, with which sentences were cited (ANSWERS.md)
 ANSWERS = ROOT / "tests" / "data" / "coverage" / "answers.jsonl"
-ANSWERS_TUNE2 = ROOT / "tests" / "data" / "coverage" / "answers_tune2.jsonl"
-ANSWERS_TUNE3 = ROOT / "tests" / "data" / "coverage" / "answers_tune3.jsonl"
-ANSWERS_TUNE4 = ROOT / "tests" / "data" / "coverage" / "answers_tune4.jsonl"
 sys.path.insert(0, str(ROOT / "tests"))
 
 from labelled_sets import answer_scores  # noqa: E402
-
-
-def _is_claim(classifier: SentenceClassifier, text: str) -> bool:
-    return classifier.classify(text) is SentenceKind.CLAIM
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -138,6 +131,32 @@ def _hostile(classifier: SentenceClassifier, megabytes: float) -> None:
         )
 
 
+def _hostile_edges(classifier: SentenceClassifier) -> None:
+    """Prints the cost of the sentences dearest to the rules that read a sentence's place: a
+    line that almost parses as a signature in many ways, or as a restatement, alone in its
+    answer (its opening and its closing at once)."""
+    classify_in_answer = getattr(classifier, "classify_in_answer", None)
+    if classify_in_answer is None:
+        return
+    forget = _forgetting(classifier)
+    cases = {
+        "hyphenated capitals": "A-" * 39 + "!",
+        "spaced capitals": "A " * 39 + "!",
+        "closing and names": "Regards, " + "Aa-" * 23 + "!",
+        "restating numbers": "So " + "1." * 240 + "x",
+        "restating words": "So " + "your export " * 40 + "!",
+    }
+    for name, text in cases.items():
+        calls = 200
+        started = time.perf_counter()
+        for _ in range(calls):
+            if forget is not None:
+                forget()
+            kind = classify_in_answer([text], 0, ())
+        elapsed = (time.perf_counter() - started) / calls
+        print(f"hostile answer edge, {name}: {elapsed * 1e6:.1f} us per call ({kind})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0],
@@ -175,14 +194,13 @@ def main() -> None:
     for split in ("tune", "measure"):
         _quality(classifier, [row for row in rows if row["split"] == split], split)
     print("blind answers (tests/data/coverage/answers.jsonl), as coverage flags them:")
-    for path, split in (
+    tune_sets = sorted(ANSWERS.parent.glob("answers_tune*.jsonl"))
+    for path, split in [
         (ANSWERS, "tune"),
-        (ANSWERS_TUNE2, "tune"),
-        (ANSWERS_TUNE3, "tune"),
-        (ANSWERS_TUNE4, "tune"),
+        *((path, "tune") for path in tune_sets),
         (ANSWERS, "measure"),
-    ):
-        scores = answer_scores(path, split, lambda text: _is_claim(classifier, text))
+    ]:
+        scores = answer_scores(path, split, classifier)
         print(f"  {path.name} " + scores.line(split))
     if args.show_tune_failures:
         for row in rows:
@@ -190,6 +208,7 @@ def main() -> None:
                 print(f"  tune failure {row['id']}: labelled {row['label']}: {row['text']}")
     _speed(classifier, [row["text"] for row in rows], args.classifications)
     _hostile(classifier, args.hostile_mb)
+    _hostile_edges(classifier)
 
 
 if __name__ == "__main__":

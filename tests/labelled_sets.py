@@ -8,6 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from exporter.checks.claims import SentenceClassifier
+from exporter.checks.coverage import check_coverage
+
 __all__ = ["AnswerScores", "answer_scores", "precision_recall"]
 
 
@@ -51,16 +54,24 @@ class AnswerScores:
         )
 
 
-def answer_scores(path: Path, split: str, is_claim: Callable[[str], bool]) -> AnswerScores:
-    """Scores of ``is_claim`` on one split of a JSONL set of labelled answers (ANSWERS.md)."""
+def answer_scores(path: Path, split: str, classifier: SentenceClassifier) -> AnswerScores:
+    """Scores of ``classifier`` on one split of a JSONL set of labelled answers (ANSWERS.md),
+    each answer put through coverage itself (which tells the classifier where each sentence
+    sits, when it asks)."""
     framing = framing_right = claims = claims_right = flagged = flagged_right = 0
     with path.open(encoding="utf-8") as lines:
         for line in lines:
             answer = json.loads(line)
             if answer["split"] != split:
                 continue
-            for sentence in answer["sentences"]:
-                claim = sentence["cited"] or is_claim(sentence["text"])
+            sentences = answer["sentences"]
+            cited = {index for index, sentence in enumerate(sentences) if sentence["cited"]}
+            verdict = check_coverage(
+                answer["id"], None, [s["text"] for s in sentences], cited, classifier
+            )
+            said_claim = set(verdict.claims)
+            for index, sentence in enumerate(sentences):
+                claim = index in said_claim
                 truth = sentence["label"] == "claim"
                 framing += not truth
                 framing_right += not truth and not claim

@@ -211,7 +211,7 @@ def test_blind_answers_floors(
     judge: str, path: Path, split: str, framing_floor: float, precision_floor: float
 ) -> None:
     chosen = load_classifier(judge)
-    scores = answer_scores(path, split, lambda text: chosen.classify(text) is CLAIM)
+    scores = answer_scores(path, split, chosen)
     assert scores.sentences > 300
     assert scores.claim_recall >= 0.98, scores.line(split)
     assert scores.framing_recall >= framing_floor, scores.line(split)

@@ -47,7 +47,8 @@ from __future__ import annotations
 import functools
 import importlib
 import re
-from enum import StrEnum
+from collections.abc import Callable, Collection, Sequence
+from enum import IntFlag, StrEnum
 from typing import Protocol, cast, runtime_checkable
 
 from exporter.checks.claims_model import QUOTE_AND_DASH_FOLDS, shipped_model
@@ -58,10 +59,12 @@ __all__ = [
     "DEFAULT_CLASSIFIER",
     "MAX_CHARS",
     "HybridClassifier",
+    "Place",
     "RuleClassifier",
     "SentenceClassifier",
     "SentenceKind",
     "load_classifier",
+    "place",
 ]
 
 #: The classifier coverage uses unless configured otherwise (a :func:`load_classifier` spec).
@@ -81,7 +84,12 @@ class SentenceKind(StrEnum):
 
 @runtime_checkable
 class SentenceClassifier(Protocol):
-    """Anything that sorts one sentence into a claim or framing; must never raise."""
+    """Anything that sorts one sentence into a claim or framing; must never raise.
+
+    A classifier may also read where a sentence sits: coverage calls its
+    ``classify_in_answer(sentences, index, cited)`` instead, when it has one (the answer's
+    sentences, the one asked about, and the indexes its citations name), as the default's does.
+    """
 
     def classify(self, sentence: str) -> SentenceKind:
         """The kind of ``sentence`` (one sentence, list item or heading of an answer)."""
@@ -201,6 +209,9 @@ _C_ACTIVITY = (
 # The rest of a clause holding no specifics (digits, prices, code, addresses, menu paths,
 # quotations): advice or a wish with one of these carries something to check.
 _C_PLAIN = r"[^.,;:!?\d$€£¥%`@/>\"]*"
+# A ticket, case or chat reference, casefolded: letters, a dash and digits ("inc-81107",
+# "dsr-2025-0419", "sl-88120"), or a number after "#".
+_REF = r"(?:[a-z]{2,10}(?:-[a-z]{1,10})*-\d[a-z\d]{0,11}(?:-[a-z\d]{1,12}){0,2}|#\d{3,12})\b"
 _I_AM = r"i(?:'m| am)"
 _I_HAVE = r"i(?:'ve| have)?"
 _WE_ARE = r"we(?:'re| are)"
@@ -237,7 +248,7 @@ _GENERIC_ADVICE = (
     r"stay(?:ing)?|mak(?:e|ing) sure|look(?:ing)?|watch(?:ing)?|think(?:ing)? about|"
     r"consider(?:ing)?|talk(?:ing)? to|speak(?:ing)? (?:to|with)|ask(?:ing)?|read(?:ing)?|"
     r"bookmark(?:ing)?|hold(?:ing)? on to|get(?:ting)? in touch|hav(?:e|ing)|rais(?:e|ing)|"
-    r"run(?:ning)? the numbers|get(?:ting)?|put(?:ting)?)\b"
+    r"run(?:ning)? the numbers|get(?:ting)?|put(?:ting)?|test(?:ing)?|document(?:ing)?)\b"
 )
 _EMOTION = (
     r"(?:frustrat(?:ing|ed)|overwhelm(?:ing|ed)|confus(?:ing|ed)|stress(?:ful|ed)|"
@@ -635,6 +646,44 @@ _STRONG = [
     # generic advice
     r"(?:it's|that's|it is) (?:good|best|common) practice\b",
     r"(?:it (?:might|may|could) be worth|try to)\b" + _C_PLAIN,
+    # the ticket or case the conversation is filed under: a statement about the conversation
+    # ("Your case reference is HB-20443.", "We've logged it as PRV-20817."), not about an
+    # account ("Your order #48213 shipped on 3 March." names no conversation and stays a claim)
+    r"(?:your|the|this) (?:[^\W\d_]+ ){0,3}(?:reference|ref|case|ticket|request|incident|chat)"
+    r"(?: (?:number|no\.?|id|reference|ref))?(?: for [^.,;:!?\d]{1,40}?)? (?:is|was|will be)"
+    r"(?: now)? " + _REF,
+    r"(?:i|we)(?:'ve| have)? (?:logged|recorded|registered|opened|raised|filed|created|noted) "
+    r"(?:it|this|that|your [^\W\d_]+(?: [^\W\d_]+)?|an? (?:ticket|case|request|report|incident))"
+    r" (?:as|under|with(?: (?:reference|ref))?) " + _REF + _C_PLAIN,
+    r"your [^\W\d_]+(?: [^\W\d_]+)? has been (?:logged|recorded|registered|opened|raised|filed|"
+    r"created) (?:as|under) " + _REF,
+    r"(?:closing|closed|reopening|reopened|escalating|escalated|updating) (?:(?:ticket|case|"
+    r"request|incident) )?" + _REF,
+    r"(?:ticket|case|request|incident) " + _REF + r" (?:tracks|covers|is tracking) "
+    r"(?:it|this|that)",
+    r"re:? (?:your )?(?:[^\W\d_]+ ){0,3}" + _REF,
+    r"(?:(?:a |quick )?update on )?(?:your )?(?:ticket|case|request|incident) " + _REF + r"(?= ?:)",
+    r"(?:an?|the|our) (?:[^\W\d_]+ )?(?:engineer|technician|agent|specialist|colleague|adviser|"
+    r"advisor|team|member of (?:the|our) team) (?:has|have) (?:picked (?:it|this) up|been "
+    r"(?:notified|assigned|informed|alerted|asked))\b" + _C_PLAIN,
+    r"(?:someone|somebody|a colleague|the team|[^\W\d_]+ from (?:the |our )?[^\W\d_]+)"
+    r" (?:will|'ll) (?:pick (?:it|this) up|take (?:it|this) from here|take it from there)\b"
+    + _C_PLAIN,
+    # where to read more, stated as where the details are ("Details in the cookie policy.")
+    r"(?:(?:the )?(?:more|full|further) )?(?:[^\W\d_]+ )?(?:details?|notes|info|information|"
+    r"instructions|specifics|background)(?: (?:are|is|can be found|available))? (?:in|on|at) "
+    r"(?:the |our |your )?(?!\d)" + _C_PLAIN,
+    r"see also",
+    r"(?:the|our|your) (?:[^\W\d_][\w-]* ){0,4}(?:guide|policy|docs|documentation|page|article|"
+    r"wiki|faq|handbook|notes|readme) (?:goes|go|walks?|runs?|takes you) through\b" + _C_PLAIN,
+    r"(?:more |further |full )?details? (?:are |is )?available on request",
+    # greetings, wishes and service phrases support answers use beside those above
+    r"g'day(?: [^\W\d_]+)?|hey there|greetings from(?: [^\W\d_]+){1,4}|no dramas|desculpe",
+    r"wishing (?:you|her|him|them|everyone|you both|you all)\b" + _C_PLAIN,
+    r"(?:we|i) remain at your (?:service|disposal)\b" + _C_PLAIN,
+    r"(?:please )?(?:don't|do not) forget to " + _GENERIC_ADVICE + _C_PLAIN,
+    # what the assistant was asked, as it restates it
+    r"you(?:'ve| have) asked\b" + _C,
     # marketing boilerplate
     r"[^.,;:!?\d]* (?:is|are) (?:a |our )?(?:top|highest|number one|first) priority"
     r"(?: for us)?\b" + _C_PLAIN,
@@ -749,7 +798,8 @@ def _compile_framing_units() -> None:
 _PREFIX = re.compile("(?:" + "|".join(_PREFIXES) + ") ?")
 # What joins units: punctuation, quotes, brackets and connectives.
 _GLUE = re.compile(
-    r"(?::[a-z0-9_+-]{1,30}:|`?@[\w.-]{1,40}`?|[\s.,;:!?()\[\]\"'*_~\u00a1\u00bf-]|"
+    r"(?::[a-z0-9_+-]{1,30}:|`?@[\w.-]{1,40}`?|\[(?![^\]]{1,80}\]\()|"
+    r"[\s.,;:!?()\]\"'*_~\u00a1\u00bf-]|"
     r"(?:and|but|so|then|or|plus|though|although|however|anyway|"
     r"especially|particularly)\b)*"
 )
@@ -830,10 +880,13 @@ class RuleClassifier:
 
     def classify(self, sentence: str) -> SentenceKind:
         """Claim unless the sentence is recognisably framing (or has nothing in it to check)."""
-        sentence = _plain(sentence)
-        if len(sentence) > MAX_CHARS:
-            return SentenceKind.CLAIM
-        return _classify(sentence)
+        return _bounded(_classify, sentence, Place.MIDDLE)
+
+    def classify_in_answer(
+        self, sentences: Sequence[str], index: int, cited: Collection[int]
+    ) -> SentenceKind:
+        """:meth:`classify`, knowing where the sentence sits (see :func:`place`)."""
+        return _bounded(_classify, sentences[index], place(len(sentences), index, cited))
 
 
 class HybridClassifier:
@@ -853,10 +906,24 @@ class HybridClassifier:
 
     def classify(self, sentence: str) -> SentenceKind:
         """Framing if the rules say so, or if the model is sure on words it knows; else a claim."""
-        sentence = _plain(sentence)
-        if len(sentence) > MAX_CHARS:
-            return SentenceKind.CLAIM
-        return _classify_hybrid(sentence)
+        return _bounded(_classify_hybrid, sentence, Place.MIDDLE)
+
+    def classify_in_answer(
+        self, sentences: Sequence[str], index: int, cited: Collection[int]
+    ) -> SentenceKind:
+        """:meth:`classify`, knowing where the sentence sits (see :func:`place`)."""
+        return _bounded(_classify_hybrid, sentences[index], place(len(sentences), index, cited))
+
+
+def _bounded(
+    judge: Callable[[str, Place], SentenceKind], sentence: str, where: Place
+) -> SentenceKind:
+    """``judge``'s kind of ``sentence`` as a plain ``str``, or a claim unexamined when it is
+    longer than :data:`MAX_CHARS`."""
+    sentence = _plain(sentence)
+    if len(sentence) > MAX_CHARS:
+        return SentenceKind.CLAIM
+    return judge(sentence, where)
 
 
 def _plain(sentence: str) -> str:
@@ -870,28 +937,120 @@ def _plain(sentence: str) -> str:
 # microsecond.
 _CACHED = 4096
 
+# --- where a sentence sits in its answer ------------------------------------------------------
+# A sentence alone cannot tell a restatement of the user's situation from a claim ("So your
+# export keeps stopping at exactly 2,000 rows.") or every signature line from a list item; its
+# place in the answer can. Answers open by restating and close by signing off, around what they
+# cite: in the labelled tune answers, every uncited sentence opening with "So" before the
+# first cited one is framing (27 of 27), and the one "So" claim comes after a citation.
 
-def _is_signature(sentence: str) -> bool:
-    """A sign-off's name line: a few capitalised words, not a bare answer ("Yes")."""
+
+class Place(IntFlag):
+    """Where a sentence sits in its answer, for the rules that read it (see :func:`place`)."""
+
+    MIDDLE = 0
+    OPENING = 1
+    CLOSING = 2
+
+
+# The first and the last this many sentences are an answer's edges.
+_EDGE = 2
+# A restating lead ("so", "it sounds like you", "just to confirm I've got this right:") and its
+# clause: up to the next stop, a full stop in a number ("$60.27", "3.2.1") kept.
+_RESTATEMENT = re.compile(
+    r"(?:so\b(?!,? (?:yes|yeah|yep|no|nope|unfortunately|sadly|regrettably|of course|sure|"
+    r"certainly|absolutely|definitely|indeed|basically|in short|overall|in summary|to sum up|"
+    r"to summari[sz]e|the (?:short |quick |good |bad )?(?:answer|news))\b),?"
+    r"|(?:it )?(?:sounds|looks|seems) like (?:you|your)\b"
+    r"|i understand(?: that)? (?:you|your)\b"
+    r"|(?:just )?to (?:confirm|check|make sure)(?: that)? i(?:'ve| have)? (?:got|understand|follow)"
+    r"(?: (?:it|this|that|you))?(?: (?:right|correctly))?(?: ?:)?"
+    r"|if i (?:follow|understand) you(?: (?:right|correctly))?,?"
+    r"|you(?:'ve| have) asked\b)"
+    r"(?:[^.;!?]|\.(?=\d))*"
+)
+# The end of a first sentence inside a line ("Hi! Looks like ...").
+_SENTENCE_STOP = re.compile(r"[.!?:] ")
+# A Slack shortcode (":computer:"): decoration, like an emoji.
+_SHORTCODE = re.compile(r":[a-z0-9_+-]{1,30}:")
+# A signature line at an answer's edge, as written (a word and a separator never both take a
+# character, so a line that fails fails in linear time: a hyphen joins words unspaced and
+# separates them spaced): a closing (in the languages answers close
+# in), then names, teams and titles joined by separators ("Cheers, Leah @ Coastline Mobile",
+# "Katrin Möller, HR Business Partner, People & Culture EMEA", "— Acme IT Service Desk, Tier 1").
+_EDGE_CLOSING = (
+    _CLOSING + r"|un saludo|saludos|atentamente|cordialement|dhanyavaa?d|grazie|danke|gracias|"
+    r"obrigad[oa]|merci|mit freundlichen gr\u00fc(?:\u00df|ss)en|viele gr\u00fc(?:\u00df|ss)e"
+)
+_EDGE_NAME_WORD = (
+    r"(?:[a-z]{1,3}-)?[A-Z\u00c0-\u00d6\u00d8-\u00de][^\W_]*(?:['\u2019.-][^\W_]+)*\.?|&|from|"
+    r"at|of|the|and|for|de|"
+    r"von|van|(?:(?<=Tier )|(?<=Level )|(?<=Line ))\d{1,2}"
+)
+_EDGE_SIGNATURE = re.compile(
+    r"(?:[\u2013\u2014] ?)?(?:(?i:" + _EDGE_CLOSING + r"),? )?(?:" + _EDGE_NAME_WORD + r")"
+    r"(?:(?: [\u2013\u2014-] | ?[|@/\u00b7] ?|, | )(?:" + _EDGE_NAME_WORD + r")){0,11},?"
+)
+
+
+def _is_signature(sentence: str, edge: bool = False) -> bool:
+    """A sign-off's name line: a few capitalised words, not a bare answer ("Yes"); at an
+    answer's edge (``edge``), also a longer one with a closing, separators and a team
+    ("Regards, Deepa | InfoSec Helpdesk")."""
     raw = sentence.strip()
-    if len(raw) > 80 or raw.endswith(".") or _SIGNATURE.fullmatch(raw) is None:
+    if not raw.isascii():
+        raw = _SPACE.sub(" ", _EMOJI.sub(" ", raw)).strip()
+    if ":" in raw:
+        raw = _SHORTCODE.sub(" ", raw).strip()
+    if len(raw) > 80 or raw.endswith(".") or raw.rstrip(",").casefold() in _BARE_ANSWERS:
         return False
-    return raw.rstrip(",").casefold() not in _BARE_ANSWERS
+    if _SIGNATURE.fullmatch(raw) is not None:
+        return True
+    return edge and _EDGE_SIGNATURE.fullmatch(raw) is not None
+
+
+def place(count: int, index: int, cited: Collection[int]) -> Place:
+    """Where sentence ``index`` of an answer of ``count`` sentences sits, given the indexes of
+    its cited sentences: opening (one of the first two, no cited sentence before it), closing
+    (one of the last two, no cited sentence after it), both or neither."""
+    opening = index < _EDGE and all(other >= index for other in cited)
+    closing = index >= count - _EDGE and all(other <= index for other in cited)
+    return Place(Place.OPENING * opening | Place.CLOSING * closing)
 
 
 @functools.lru_cache(maxsize=_CACHED)
-def _classify(sentence: str) -> SentenceKind:
+def _classify(sentence: str, where: Place) -> SentenceKind:
     text, heading = _normalise(sentence)
-    if _WORDY.search(text) is None or heading or _is_signature(sentence):
+    if _WORDY.search(text) is None or heading or _is_signature(sentence, where != Place.MIDDLE):
+        return SentenceKind.FRAMING
+    if where & Place.OPENING and _restates(text):
         return SentenceKind.FRAMING
     return SentenceKind.FRAMING if _is_framing(text) else SentenceKind.CLAIM
 
 
 @functools.lru_cache(maxsize=_CACHED)
-def _classify_hybrid(sentence: str) -> SentenceKind:
-    if _classify(sentence) is SentenceKind.FRAMING or shipped_model().is_framing(sentence):
+def _classify_hybrid(sentence: str, where: Place) -> SentenceKind:
+    if _classify(sentence, where) is SentenceKind.FRAMING or shipped_model().is_framing(sentence):
         return SentenceKind.FRAMING
     return SentenceKind.CLAIM
+
+
+def _restates(text: str) -> bool:
+    """Whether ``text`` (normalised) restates the user's situation as answers open with it: a
+    restating lead and its clause, at the start or after framing ("hi! looks like you're
+    getting a `401` on every call."), and nothing but framing after it."""
+    starts = [0]
+    stop = _SENTENCE_STOP.search(text)
+    if stop is not None:
+        starts.append(stop.end())
+    for start in starts:
+        lead = _RESTATEMENT.match(text, start)
+        if lead is None or (start and not _is_framing(text[:start])):
+            continue
+        rest = text[lead.end() :]
+        if _WORDY.search(rest) is None or _is_framing(rest):
+            return True
+    return False
 
 
 # --- configuration ---------------------------------------------------------------------------

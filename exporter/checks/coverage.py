@@ -335,11 +335,16 @@ def check_coverage(
     uncited: list[int] = []
     try:
         classify = classifier.classify
+        # a classifier that reads where a sentence sits is told (claims.place)
+        classify_in_answer = getattr(classifier, "classify_in_answer", None)
         for index, sentence in enumerate(sentences):
             if index in cited:
                 claims.append(index)
                 continue
-            kind = classify(sentence)
+            if classify_in_answer is not None:
+                kind = classify_in_answer(sentences, index, cited)
+            else:
+                kind = classify(sentence)
             if type(kind) in _KINDS and kind == _FRAMING:
                 framing.append(index)
             else:
