@@ -133,8 +133,8 @@ def _hostile(classifier: SentenceClassifier, megabytes: float) -> None:
 
 def _hostile_edges(classifier: SentenceClassifier) -> None:
     """Prints the cost of the sentences dearest to the rules that read a sentence's place: a
-    line that almost parses as a signature in many ways, or as a restatement, alone in its
-    answer (its opening and its closing at once)."""
+    line that almost parses as a signature in many ways, and long ones, alone in their answer
+    (its opening and its closing at once)."""
     classify_in_answer = getattr(classifier, "classify_in_answer", None)
     if classify_in_answer is None:
         return
@@ -143,8 +143,8 @@ def _hostile_edges(classifier: SentenceClassifier) -> None:
         "hyphenated capitals": "A-" * 39 + "!",
         "spaced capitals": "A " * 39 + "!",
         "closing and names": "Regards, " + "Aa-" * 23 + "!",
-        "restating numbers": "So " + "1." * 240 + "x",
-        "restating words": "So " + "your export " * 40 + "!",
+        "numbers": "So " + "1." * 240 + "x",
+        "words": "Regards, " + "your export " * 40 + "!",
     }
     for name, text in cases.items():
         calls = 200

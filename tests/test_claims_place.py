@@ -1,9 +1,8 @@
 """Where a sentence sits in its answer: the rules that read it, and coverage telling them.
 
-A restatement of the user's situation opens an answer and reads as a claim alone ("So your
-export keeps stopping at exactly 2,000 rows."); a signature closes one ("Regards, Deepa |
-InfoSec Helpdesk"). Each is framing only at its edge of the answer; anywhere else the sentence
-is judged alone, as before.
+A signature closes an answer and reads as a table row alone ("Regards, Deepa | InfoSec
+Helpdesk" against "SSO | Enterprise Only"): it is framing only there, after everything the
+answer cites; anywhere else a sentence is judged alone, as before.
 """
 
 from __future__ import annotations
@@ -47,47 +46,26 @@ def test_place(count: int, index: int, cited: set[int], where: Place) -> None:
     assert place(count, index, cited) == where
 
 
-RESTATEMENTS = [
-    "So your export keeps stopping at exactly 2,000 rows.",
-    "So your invoice shows $60.27 where you were expecting $49.",
-    "So, if I follow you, you signed up on 10 May and changed your mind on 29 May.",
-    "It sounds like your SAML setup works for existing users but not for new ones.",
-    "Hi! Looks like you're getting a `401` on every call.",
-    "Just to confirm I've got it right: you think the 3.2.1 tarball differs from the one "
-    "on the download page.",
-    "I understand that your renewal quote rose from $4,200 to $4,900.",
-    "So the hail hit on Saturday and the garage roof is leaking now; let me explain why.",
+# Found by a hostile review of an earlier rule that read a restatement of the user's situation
+# into an answer's opening ("So your export keeps stopping at exactly 2,000 rows."): answers
+# open with conclusions as often, and missing a claim is worse than flagging framing.
+OPENING_CLAIMS = [
+    "So the Pro plan costs $49 a month, billed annually.",
+    "So your export stops at 2,000 rows because the Free plan caps every export there.",
+    "So, it's $40 a month.",
+    "So long as you cancel before 1 June, you won't be charged for the next year.",
+    "It looks like your order shipped on 3 March and should arrive by Friday.",
+    "I understand your plan renews on 1 June, so you have until 25 May to cancel.",
+    "Hi Sam! Looks like your renewal went through on 2 June for $240.",
+    "You've asked about refunds, and they take 5 to 7 business days to reach your card.",
 ]
 
 
-@pytest.mark.parametrize("sentence", RESTATEMENTS)
-@pytest.mark.parametrize("judge", [rules, hybrid], ids=["rules", "hybrid"])
-def test_a_restatement_opening_an_answer_is_framing(
-    judge: RuleClassifier | HybridClassifier, sentence: str
-) -> None:
-    answer = ["Hi Dana,", sentence, FILLER, "Hope that helps!"]
-    assert judge.classify_in_answer(answer, 1, {2}) is FRAMING
-
-
-@pytest.mark.parametrize("sentence", RESTATEMENTS)
-def test_the_same_sentence_after_a_citation_is_judged_alone(sentence: str) -> None:
-    answer = [FILLER, "A second cited claim.", "More.", sentence, "Even more.", "Bye!"]
-    assert rules.classify_in_answer(answer, 3, {0, 1}) is rules.classify(sentence)
-    assert rules.classify(sentence) is CLAIM
-
-
-@pytest.mark.parametrize(
-    "sentence",
-    [
-        "So yes, your refund went through on 3 May.",
-        "So no, the Free plan has no SSO.",
-        "So, unfortunately, exports over 2,000 rows need the Pro plan.",
-        # a restatement and then a claim of its own, in one sentence
-        "So your export stops at 2,000 rows; the Free plan caps every export there.",
-    ],
-)
-def test_an_answer_that_opens_with_so_and_an_answer_stays_a_claim(sentence: str) -> None:
-    assert rules.classify_in_answer([sentence, FILLER], 0, {1}) is CLAIM
+@pytest.mark.parametrize("sentence", OPENING_CLAIMS)
+@pytest.mark.parametrize("cited", [{1}, set()], ids=["cited after", "nothing cited"])
+def test_a_claim_opening_an_answer_stays_a_claim(sentence: str, cited: set[int]) -> None:
+    answer = [sentence, FILLER, "Hope that helps!"]
+    assert hybrid.classify_in_answer(answer, 0, cited) is CLAIM
 
 
 SIGNATURES = [
@@ -95,9 +73,7 @@ SIGNATURES = [
     "Cheers, Leah @ Coastline Mobile",
     "Un saludo, Diego \u2013 Benefits Team",
     "Dhanyavaad, e-Seva Support Desk",
-    "— Acme IT Service Desk, Tier 1",
-    "Katrin Möller, HR Business Partner, People & Culture EMEA",
-    "Élodie Marchand, Solano Lyon Est",
+    "\u2014 Acme IT Service Desk, Tier 1",
 ]
 
 
@@ -105,24 +81,60 @@ SIGNATURES = [
 def test_a_signature_line_closing_an_answer_is_framing(sentence: str) -> None:
     answer = ["Hi Sam,", FILLER, "Thanks for asking.", sentence]
     assert rules.classify_in_answer(answer, 3, {1}) is FRAMING
-    # in the middle of an answer it is judged alone: a claim, the unsure rule
-    middle = [FILLER, "Hi.", sentence, "More.", "Even more.", "Bye!"]
-    assert rules.classify_in_answer(middle, 2, {0, 5}) is CLAIM
+    # anywhere else it is judged alone: a claim, the unsure rule
+    for where in ([sentence, FILLER, "Thanks!"], [FILLER, "Hi.", sentence, "More.", "Bye!"]):
+        assert rules.classify_in_answer(where, where.index(sentence), {1}) is CLAIM
 
 
+# A list item, a bare answer or a table row closing an answer is no signature (the table rows
+# found by the same review).
 @pytest.mark.parametrize(
-    "sentence", ["- Implants", "- Priority email support", "Yes", "Unlimited", "- Pro Plan"]
+    "sentence",
+    [
+        "- Implants",
+        "- Priority email support",
+        "Yes",
+        "Unlimited",
+        "- Pro Plan",
+        "SSO | Enterprise Only",
+        "GDPR / CCPA Compliant",
+        "Visa / Mastercard / Amex",
+        "Tier 2 | Business Hours Only",
+        "Free Shipping @ Orders Over Fifty Dollars",
+        "Level 3 Support Available",
+    ],
 )
-def test_a_list_item_or_a_bare_answer_closing_an_answer_stays_a_claim(sentence: str) -> None:
+def test_a_list_item_a_bare_answer_or_a_table_row_closing_an_answer_stays_a_claim(
+    sentence: str,
+) -> None:
     answer = ["The plan covers:", "- Crowns", sentence]
-    assert rules.classify_in_answer(answer, 2, {1}) is CLAIM
+    assert hybrid.classify_in_answer(answer, 2, {1}) is CLAIM
 
 
 @pytest.mark.parametrize(
-    "sentence", ["📦 ShipBot", ":computer: ITBot", "🏢 OfficeBot", "— LoomBot 🤖"]
+    "sentence",
+    ["\U0001f4e6 ShipBot", ":computer: ITBot", "\U0001f3e2 OfficeBot", "\u2014 LoomBot \U0001f916"],
 )
 def test_a_bot_name_behind_an_emoji_is_framing_anywhere(sentence: str) -> None:
     assert rules.classify(sentence) is FRAMING
+
+
+# found by the same review: an emoji is a list item's bullet as often
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "\u274c No SSO",
+        "\u26a0\ufe0f Not Refundable",
+        "\u2714\ufe0f Single Sign-On",
+        "\U0001f6ab Not Available In Canada",
+        "\u2b50 Dedicated Account Manager",
+        "\u2705 Free Returns",
+    ],
+)
+@pytest.mark.parametrize("index", [1, 3], ids=["middle", "closing"])
+def test_a_list_item_behind_an_emoji_stays_a_claim(sentence: str, index: int) -> None:
+    answer = ["Here's what the plan includes:", sentence, "Thanks!", sentence]
+    assert hybrid.classify_in_answer(answer, index, {0}) is CLAIM
 
 
 @pytest.mark.parametrize(
@@ -130,7 +142,7 @@ def test_a_bot_name_behind_an_emoji_is_framing_anywhere(sentence: str) -> None:
     [
         "Your case reference is HB-20443.",
         "Your reference for today's chat is SL-88120.",
-        "We've logged it as PRV-20817 and will be in touch by email.",
+        "We've logged it as PRV-20817.",
         "We've logged your report as SEC-4418.",
         "Your request has been logged as DSR-2025-0419.",
         "Closing INC-81107.",
@@ -144,6 +156,7 @@ def test_a_bot_name_behind_an_emoji_is_framing_anywhere(sentence: str) -> None:
         "G'day Steve!",
         "Wishing her a comfortable journey.",
         "You've asked whether you still have time to bring a claim.",
+        "\u00c9lodie Marchand, Solano Lyon Est",
     ],
 )
 def test_conversation_references_and_pointers_are_framing(sentence: str) -> None:
@@ -159,10 +172,26 @@ def test_conversation_references_and_pointers_are_framing(sentence: str) -> None
         "Ticket INC-81107 was closed because the fix shipped in 4.2.",
         "Details of the Pro plan: 25 seats at $9 each.",
         "Sample invoices are deleted after 30 days.",
+        # found by the hostile review: a reference or a pointer with a claim after it
+        "We've logged your refund as RF-2231 and it will be paid within five business days.",
+        "We have registered your return under RMA-55120 and a courier will collect it tomorrow.",
+        "Your order reference is ORD-48213.",
+        "Your current policy runs through the end of the month.",
+        "The notes on your account show the refund was approved on Tuesday.",
+        "Information on your claim shows it was paid out in full.",
+        "Shipping info is on the order page and shows your parcel arriving on Friday.",
+        "Instructions in the manual say to hold the reset button for ten seconds.",
+        "Your handbook walks through the parental leave policy, which gives every parent "
+        "sixteen weeks.",
+        "A technician has been assigned and will replace your meter on Friday.",
+        # table rows, which the model retrained on more answers read as headings
+        "Pro Plan | Unlimited Projects | Priority Support",
+        "\u2705 Unlimited Projects / Priority Support",
+        "GDPR / CCPA Compliant",
     ],
 )
 def test_account_facts_near_those_words_stay_claims(sentence: str) -> None:
-    assert rules.classify(sentence) is CLAIM
+    assert hybrid.classify(sentence) is CLAIM
 
 
 class SpyClassifier:
@@ -188,25 +217,28 @@ def test_coverage_tells_a_classifier_where_each_uncited_sentence_sits() -> None:
     assert verdict.uncited == [3]
 
 
-def test_coverage_reads_a_restatement_opening_an_answer_as_framing() -> None:
+def test_coverage_reads_a_signature_closing_an_answer_as_framing() -> None:
+    sentences = ["Hi Sam!", FILLER, "Upgrading lifts the cap the same day.", SIGNATURES[0]]
+    verdict = check_coverage("a1", None, sentences, {1}, hybrid)
+    assert verdict.framing == [0, 3]
+    assert verdict.uncited == [2]
+
+
+def test_coverage_reads_a_claim_opening_an_answer_as_a_claim() -> None:
+    # found by the hostile review: each was framing, and the answer "covered"
     sentences = [
-        "Hi Sam!",
-        "So your export keeps stopping at exactly 2,000 rows.",
-        FILLER,
-        "Upgrading lifts the cap the same day.",
+        "So the refund window is 30 days from delivery.",
+        "It looks like your order arrived on 3 March, so you have until 2 April to send it back.",
+        "Let me know if you need anything else!",
     ]
-    verdict = check_coverage("a1", None, sentences, {2}, hybrid)
-    assert verdict.framing == [0, 1]
-    assert verdict.uncited == [3]
+    verdict = check_coverage("a1", None, sentences, set(), hybrid)
+    assert verdict.uncited == [0, 1]
 
 
-hostile = st.text(max_size=120) | st.sampled_from(RESTATEMENTS + SIGNATURES)
+hostile = st.text(max_size=120) | st.sampled_from(OPENING_CLAIMS + SIGNATURES)
 
 
-@given(
-    st.lists(hostile, min_size=1, max_size=8),
-    st.data(),
-)
+@given(st.lists(hostile, min_size=1, max_size=8), st.data())
 def test_any_answer_gets_a_kind_and_the_model_only_adds_framing(
     sentences: list[str], data: st.DataObject
 ) -> None:
@@ -219,6 +251,6 @@ def test_any_answer_gets_a_kind_and_the_model_only_adds_framing(
 
 
 def test_a_long_sentence_is_a_claim_wherever_it_sits() -> None:
-    long = "So " + "your export keeps stopping " * 40
-    assert rules.classify_in_answer([long, FILLER], 0, {1}) is CLAIM
-    assert hybrid.classify_in_answer([long, FILLER], 0, {1}) is CLAIM
+    long = "Regards, " + "Deepa | InfoSec Helpdesk " * 25
+    assert rules.classify_in_answer([FILLER, long], 1, {0}) is CLAIM
+    assert hybrid.classify_in_answer([FILLER, long], 1, {0}) is CLAIM

@@ -134,7 +134,8 @@ _CLOSING = (
     r"all the best|take care)"
 )
 _SIGNATURE = re.compile(
-    r"(?:[\u2013\u2014] ?)?(?:(?i:" + _CLOSING + r"),? )?[A-Z][^\W\d_]*(?:['\u2019.-][^\W\d_]+)*\.?"
+    r"(?:[\u2013\u2014] ?)?(?:(?i:" + _CLOSING + r"),? )?[A-Z\u00c0-\u00d6\u00d8-\u00de][^\W\d_]*"
+    r"(?:['\u2019.-][^\W\d_]+)*\.?"
     r"(?:,? " + _NAME_WORD + r"){0,7},?"
 )
 # Single capitalised words that are bare answers, not names ("Yes", "Unlimited").
@@ -212,6 +213,18 @@ _C_PLAIN = r"[^.,;:!?\d$€£¥%`@/>\"]*"
 # A ticket, case or chat reference, casefolded: letters, a dash and digits ("inc-81107",
 # "dsr-2025-0419", "sl-88120"), or a number after "#".
 _REF = r"(?:[a-z]{2,10}(?:-[a-z]{1,10})*-\d[a-z\d]{0,11}(?:-[a-z\d]{1,12}){0,2}|#\d{3,12})\b"
+# What a conversation is filed as ("your report", "your request"): not an order or a refund.
+_CONVERSATION = (
+    r"(?:report|request|ticket|case|query|question|enquiry|inquiry|message|issue|complaint|"
+    r"feedback)"
+)
+_DETERMINER = r"(?:the|your|our|this|that|these|those|a|an|my|his|her|their|its)"
+# A short noun phrase: at most four words, none a preposition ("the back of your card" says
+# where on the card), and then the clause ends.
+_NOUN_PHRASE = (
+    r"(?:(?!(?:of|under|at|on|in|for|to|with|from|by|behind|inside)\b)[^\W\d_][\w'-]* ){0,3}"
+    r"[^\W\d_][\w'-]*"
+)
 _I_AM = r"i(?:'m| am)"
 _I_HAVE = r"i(?:'ve| have)?"
 _WE_ARE = r"we(?:'re| are)"
@@ -594,7 +607,8 @@ _STRONG = [
     r"as (?:this|that|it|things) (?:may|might|could) have changed",
     # pointers and whom to ask, in general
     r"you(?:'ll| will) find\b[^.;!?]*? (?:in|on|at) (?:our|the|your)\b" + _C_PLAIN,
-    r"\[[^\]]{1,80}\]\([^)\s]{1,200}\)",
+    # a link (not one whose text holds a figure: "[Refunds take 14 days](...)")
+    r"\[[^\]\d]{1,80}\]\([^)\s]{1,200}\)",
     r"[^.,;:!?\d]*? (?:is|are|would be|might be|could be|'d be|will be) (?:probably |likely |"
     r"also )?"
     r"(?:a good|the best|the right|the friendliest|your best|the person|the people|the team|"
@@ -648,14 +662,15 @@ _STRONG = [
     r"(?:it (?:might|may|could) be worth|try to)\b" + _C_PLAIN,
     # the ticket or case the conversation is filed under: a statement about the conversation
     # ("Your case reference is HB-20443.", "We've logged it as PRV-20817."), not about an
-    # account ("Your order #48213 shipped on 3 March." names no conversation and stays a claim)
-    r"(?:your|the|this) (?:[^\W\d_]+ ){0,3}(?:reference|ref|case|ticket|request|incident|chat)"
-    r"(?: (?:number|no\.?|id|reference|ref))?(?: for [^.,;:!?\d]{1,40}?)? (?:is|was|will be)"
-    r"(?: now)? " + _REF,
+    # account ("Your order reference is ORD-48213.", "We've logged your refund as RF-2231.")
+    r"(?:your|the|this) (?:(?:support|case|chat|ticket|conversation|service|help ?desk) )?"
+    r"(?:reference|ref|case|ticket|request|incident|chat)(?: (?:number|no\.?|id|reference|ref))?"
+    r"(?: for (?:this|today's|our|your) (?:chat|conversation|call|ticket|request|enquiry|inquiry|"
+    r"query))? (?:is|was|will be)(?: now)? " + _REF,
     r"(?:i|we)(?:'ve| have)? (?:logged|recorded|registered|opened|raised|filed|created|noted) "
-    r"(?:it|this|that|your [^\W\d_]+(?: [^\W\d_]+)?|an? (?:ticket|case|request|report|incident))"
-    r" (?:as|under|with(?: (?:reference|ref))?) " + _REF + _C_PLAIN,
-    r"your [^\W\d_]+(?: [^\W\d_]+)? has been (?:logged|recorded|registered|opened|raised|filed|"
+    r"(?:it|this|that|your " + _CONVERSATION + r"|an? (?:ticket|case|request|report|incident))"
+    r" (?:as|under|with(?: (?:reference|ref))?) " + _REF,
+    r"your " + _CONVERSATION + r" has been (?:logged|recorded|registered|opened|raised|filed|"
     r"created) (?:as|under) " + _REF,
     r"(?:closing|closed|reopening|reopened|escalating|escalated|updating) (?:(?:ticket|case|"
     r"request|incident) )?" + _REF,
@@ -665,23 +680,25 @@ _STRONG = [
     r"(?:(?:a |quick )?update on )?(?:your )?(?:ticket|case|request|incident) " + _REF + r"(?= ?:)",
     r"(?:an?|the|our) (?:[^\W\d_]+ )?(?:engineer|technician|agent|specialist|colleague|adviser|"
     r"advisor|team|member of (?:the|our) team) (?:has|have) (?:picked (?:it|this) up|been "
-    r"(?:notified|assigned|informed|alerted|asked))\b" + _C_PLAIN,
+    r"(?:notified|assigned|informed|alerted|asked))",
     r"(?:someone|somebody|a colleague|the team|[^\W\d_]+ from (?:the |our )?[^\W\d_]+)"
-    r" (?:will|'ll) (?:pick (?:it|this) up|take (?:it|this) from here|take it from there)\b"
-    + _C_PLAIN,
-    # where to read more, stated as where the details are ("Details in the cookie policy.")
-    r"(?:(?:the )?(?:more|full|further) )?(?:[^\W\d_]+ )?(?:details?|notes|info|information|"
-    r"instructions|specifics|background)(?: (?:are|is|can be found|available))? (?:in|on|at) "
-    r"(?:the |our |your )?(?!\d)" + _C_PLAIN,
+    r" (?:will|'ll) (?:pick (?:it|this) up|take (?:it|this) from here|take it from there)"
+    r"(?: from (?:here|there))?",
+    # where to read more, stated as where the details are: a short noun phrase and nothing
+    # after it ("Details in the cookie policy."; not "Instructions in the manual say to ...")
+    r"(?:(?:the )?(?:more|full|further) )?(?:(?!" + _DETERMINER + r"\b)[^\W\d_]+ )?(?:details?|"
+    r"notes|info|information|instructions|specifics|background)(?: (?:are|is|can be found|"
+    r"available))? (?:in|on|at) (?:the |our |your )?" + _NOUN_PHRASE,
     r"see also",
     r"(?:the|our|your) (?:[^\W\d_][\w-]* ){0,4}(?:guide|policy|docs|documentation|page|article|"
-    r"wiki|faq|handbook|notes|readme) (?:goes|go|walks?|runs?|takes you) through\b" + _C_PLAIN,
+    r"wiki|faq|handbook|notes|readme) (?:goes|go|walks?)(?: you)? through "
+    + _NOUN_PHRASE
+    + r"(?: (?:step by step|in (?:more |full |much more |great )?detail))?",
     r"(?:more |further |full )?details? (?:are |is )?available on request",
     # greetings, wishes and service phrases support answers use beside those above
     r"g'day(?: [^\W\d_]+)?|hey there|greetings from(?: [^\W\d_]+){1,4}|no dramas|desculpe",
     r"wishing (?:you|her|him|them|everyone|you both|you all)\b" + _C_PLAIN,
     r"(?:we|i) remain at your (?:service|disposal)\b" + _C_PLAIN,
-    r"(?:please )?(?:don't|do not) forget to " + _GENERIC_ADVICE + _C_PLAIN,
     # what the assistant was asked, as it restates it
     r"you(?:'ve| have) asked\b" + _C,
     # marketing boilerplate
@@ -938,11 +955,9 @@ def _plain(sentence: str) -> str:
 _CACHED = 4096
 
 # --- where a sentence sits in its answer ------------------------------------------------------
-# A sentence alone cannot tell a restatement of the user's situation from a claim ("So your
-# export keeps stopping at exactly 2,000 rows.") or every signature line from a list item; its
-# place in the answer can. Answers open by restating and close by signing off, around what they
-# cite: in the labelled tune answers, every uncited sentence opening with "So" before the
-# first cited one is framing (27 of 27), and the one "So" claim comes after a citation.
+# A sentence alone cannot tell every signature line from a list item or a table row ("Regards,
+# Deepa | InfoSec Helpdesk" against "SSO | Enterprise Only"); its place in the answer helps:
+# answers close by signing off, after everything they cite.
 
 
 class Place(IntFlag):
@@ -957,58 +972,47 @@ class Place(IntFlag):
 _PLACES = (Place.MIDDLE, Place.OPENING, Place.CLOSING, Place.OPENING | Place.CLOSING)
 # The first and the last this many sentences are an answer's edges.
 _EDGE = 2
-# A restating lead ("so", "it sounds like you", "just to confirm I've got this right:") and its
-# clause: up to the next stop, a full stop in a number ("$60.27", "3.2.1") kept.
-_RESTATEMENT = re.compile(
-    r"(?:so\b(?!,? (?:yes|yeah|yep|no|nope|unfortunately|sadly|regrettably|of course|sure|"
-    r"certainly|absolutely|definitely|indeed|basically|in short|overall|in summary|to sum up|"
-    r"to summari[sz]e|the (?:short |quick |good |bad )?(?:answer|news))\b),?"
-    r"|(?:it )?(?:sounds|looks|seems) like (?:you|your)\b"
-    r"|i understand(?: that)? (?:you|your)\b"
-    r"|(?:just )?to (?:confirm|check|make sure)(?: that)? i(?:'ve| have)? (?:got|understand|follow)"
-    r"(?: (?:it|this|that|you))?(?: (?:right|correctly))?(?: ?:)?"
-    r"|if i (?:follow|understand) you(?: (?:right|correctly))?,?"
-    r"|you(?:'ve| have) asked\b)"
-    r"(?:[^.;!?]|\.(?=\d))*"
-)
-# The end of a first sentence inside a line ("Hi! Looks like ...").
-_SENTENCE_STOP = re.compile(r"[.!?:] ")
 # A Slack shortcode (":computer:"): decoration, like an emoji.
 _SHORTCODE = re.compile(r":[a-z0-9_+-]{1,30}:")
-# A signature line at an answer's edge, as written (a word and a separator never both take a
-# character, so a line that fails fails in linear time: a hyphen joins words unspaced and
-# separates them spaced): a closing (in the languages answers close
-# in), then names, teams and titles joined by separators ("Cheers, Leah @ Coastline Mobile",
-# "Katrin Möller, HR Business Partner, People & Culture EMEA", "— Acme IT Service Desk, Tier 1").
+# A bot's name behind its emoji ("📦 ShipBot", ":computer: ITBot", "— LoomBot 🤖"):
+# only a name ending in "bot" (an emoji before other capitalised words is a list item's
+# bullet: "✅ Free Returns").
+_BOT_NAME = re.compile(r"(?:[\u2013\u2014] ?)?[A-Za-z]{0,30}[Bb]ot")
+# A signature line closing an answer, as written: a closing (in the languages answers close
+# in) or a dash, then names, teams and titles joined by separators ("Cheers, Leah @ Coastline
+# Mobile", "Un saludo, Diego, Benefits Team", "— Acme IT Service Desk, Tier 1"). Without the
+# closing or the dash it is a table row as often ("Visa / Mastercard / Amex"). A word and a
+# separator never both take a character, so a line that fails fails in linear time: a hyphen
+# joins words unspaced and separates them spaced.
 _EDGE_CLOSING = (
     _CLOSING + r"|un saludo|saludos|atentamente|cordialement|dhanyavaa?d|grazie|danke|gracias|"
     r"obrigad[oa]|merci|mit freundlichen gr\u00fc(?:\u00df|ss)en|viele gr\u00fc(?:\u00df|ss)e"
 )
 _EDGE_NAME_WORD = (
     r"(?:[a-z]{1,3}-)?[A-Z\u00c0-\u00d6\u00d8-\u00de][^\W_]*(?:['\u2019.-][^\W_]+)*\.?|&|from|"
-    r"at|of|the|and|for|de|"
-    r"von|van|(?:(?<=Tier )|(?<=Level )|(?<=Line ))\d{1,2}"
+    r"at|of|the|and|for|de|von|van|(?:(?<=Tier )|(?<=Level )|(?<=Line ))\d{1,2}"
 )
 _EDGE_SIGNATURE = re.compile(
-    r"(?:[\u2013\u2014] ?)?(?:(?i:" + _EDGE_CLOSING + r"),? )?(?:" + _EDGE_NAME_WORD + r")"
+    r"(?:[\u2013\u2014] ?|(?i:" + _EDGE_CLOSING + r"),? )(?:" + _EDGE_NAME_WORD + r")"
     r"(?:(?: [\u2013\u2014-] | ?[|@/\u00b7] ?|, | )(?:" + _EDGE_NAME_WORD + r")){0,11},?"
 )
 
 
-def _is_signature(sentence: str, edge: bool = False) -> bool:
-    """A sign-off's name line: a few capitalised words, not a bare answer ("Yes"); at an
-    answer's edge (``edge``), also a longer one with a closing, separators and a team
-    ("Regards, Deepa | InfoSec Helpdesk")."""
+def _is_signature(sentence: str, closing: bool = False) -> bool:
+    """A sign-off's name line: a few capitalised words, not a bare answer ("Yes"), or a bot's
+    name behind its emoji; closing an answer (``closing``), also a longer one after a closing
+    or a dash, with separators and a team ("Regards, Deepa | InfoSec Helpdesk")."""
     raw = sentence.strip()
-    if not raw.isascii():
-        raw = _SPACE.sub(" ", _EMOJI.sub(" ", raw)).strip()
-    if ":" in raw:
-        raw = _SHORTCODE.sub(" ", raw).strip()
     if len(raw) > 80 or raw.endswith(".") or raw.rstrip(",").casefold() in _BARE_ANSWERS:
         return False
     if _SIGNATURE.fullmatch(raw) is not None:
         return True
-    return edge and _EDGE_SIGNATURE.fullmatch(raw) is not None
+    bare = raw if raw.isascii() else _SPACE.sub(" ", _EMOJI.sub(" ", raw)).strip()
+    if ":" in bare:
+        bare = _SPACE.sub(" ", _SHORTCODE.sub(" ", bare)).strip()
+    if bare != raw and _BOT_NAME.fullmatch(bare) is not None:
+        return True
+    return closing and _EDGE_SIGNATURE.fullmatch(bare) is not None
 
 
 def place(count: int, index: int, cited: Collection[int]) -> Place:
@@ -1025,9 +1029,11 @@ def place(count: int, index: int, cited: Collection[int]) -> Place:
 @functools.lru_cache(maxsize=_CACHED)
 def _classify(sentence: str, where: Place) -> SentenceKind:
     text, heading = _normalise(sentence)
-    if _WORDY.search(text) is None or heading or _is_signature(sentence, where != Place.MIDDLE):
-        return SentenceKind.FRAMING
-    if where & Place.OPENING and _restates(text):
+    if (
+        _WORDY.search(text) is None
+        or heading
+        or _is_signature(sentence, bool(where & Place.CLOSING))
+    ):
         return SentenceKind.FRAMING
     return SentenceKind.FRAMING if _is_framing(text) else SentenceKind.CLAIM
 
@@ -1037,24 +1043,6 @@ def _classify_hybrid(sentence: str, where: Place) -> SentenceKind:
     if _classify(sentence, where) is SentenceKind.FRAMING or shipped_model().is_framing(sentence):
         return SentenceKind.FRAMING
     return SentenceKind.CLAIM
-
-
-def _restates(text: str) -> bool:
-    """Whether ``text`` (normalised) restates the user's situation as answers open with it: a
-    restating lead and its clause, at the start or after framing ("hi! looks like you're
-    getting a `401` on every call."), and nothing but framing after it."""
-    starts = [0]
-    stop = _SENTENCE_STOP.search(text)
-    if stop is not None:
-        starts.append(stop.end())
-    for start in starts:
-        lead = _RESTATEMENT.match(text, start)
-        if lead is None or (start and not _is_framing(text[:start])):
-            continue
-        rest = text[lead.end() :]
-        if _WORDY.search(rest) is None or _is_framing(rest):
-            return True
-    return False
 
 
 # --- configuration ---------------------------------------------------------------------------

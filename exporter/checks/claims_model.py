@@ -77,6 +77,9 @@ FEATURES = ("ends_colon", "ends_question", "has_digit")
 # hyphen, digits. "v5.3", "Q3" and "14 days" stay figures, and a reference leaves any other
 # figure of the sentence one.
 _REFERENCE = re.compile(r"\b[A-Z]{2,8}(?:-[0-9]{2,10}){1,3}\b")
+# Cells of a table row or options of a list ("Pro Plan | Unlimited Projects", "Visa / Amex"): a
+# fragment stating features, which the model reads as a heading; a claim, the unsure rule.
+_TABLE_ROW = re.compile(r"\w \| \w|\w / \w")
 
 
 def has_figure(sentence: str) -> bool:
@@ -137,8 +140,8 @@ class ClaimModel:
         return self._known_share(words(sentence))
 
     def is_framing(self, sentence: str) -> bool:
-        """Sure it is framing, on words it knows, and with no figure in it."""
-        if has_figure(sentence):
+        """Sure it is framing, on words it knows, with no figure in it and not a table row."""
+        if has_figure(sentence) or _TABLE_ROW.search(sentence) is not None:
             return False
         tokens = words(sentence)
         return (
