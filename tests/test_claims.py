@@ -561,7 +561,7 @@ def _normalise_plainly(sentence: str) -> tuple[str, bool]:
 
 def _is_framing_with_every_unit(text: str) -> bool:
     """claims._is_framing, trying every framing unit at every step (no unit left out)."""
-    return claims._is_framing(text, claims.framing_units(True, True))
+    return claims._is_framing(text, claims.framing_units(True))
 
 
 markdown_text = st.text(
