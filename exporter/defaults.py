@@ -12,8 +12,10 @@ from decimal import Decimal
 
 __all__ = [
     "DEFAULT_HIGH_SEVERITY_TOPICS",
+    "DEFAULT_JUDGE_SWEEP_SAMPLE",
     "DEFAULT_METRICS_PORT",
     "DEFAULT_THRESHOLD",
+    "ENV_PREFIX",
     "comma_separated",
     "in_similarity_range",
     "ratio_value",
@@ -27,6 +29,10 @@ DEFAULT_THRESHOLD = 98.0
 DEFAULT_METRICS_PORT = 9877
 # Topics whose unrepairable citations suppress the claim rather than degrade to the document.
 DEFAULT_HIGH_SEVERITY_TOPICS = frozenset({"pricing", "security", "legal"})
+# Citations a sweep's judge reads, drawn from the strata of its sample.
+DEFAULT_JUDGE_SWEEP_SAMPLE = 2_000
+# What every environment variable of the exporter's settings starts with.
+ENV_PREFIX = "CITATION_EXPORTER_"
 
 
 def comma_separated(text: str) -> frozenset[str]:

@@ -50,11 +50,14 @@ from exporter.config.kafka import (
     tls_context,
 )
 from exporter.config.postgres import ChunkLayout, is_postgres_uri
+from exporter.config.sweep_judging import SweepJudging
 from exporter.config.web import Exposure, load_web_config
 from exporter.defaults import (
     DEFAULT_HIGH_SEVERITY_TOPICS,
+    DEFAULT_JUDGE_SWEEP_SAMPLE,
     DEFAULT_METRICS_PORT,
     DEFAULT_THRESHOLD,
+    ENV_PREFIX,
     comma_separated,
     ratio_value,
     similarity_threshold,
@@ -71,7 +74,7 @@ from exporter.small_files import (
 )
 
 if TYPE_CHECKING:
-    from exporter.config.judge import OpenAIJudgeConfig, SweepJudging
+    from exporter.config.judge import OpenAIJudgeConfig
 
 __all__ = [
     "ENV_PREFIX",
@@ -83,7 +86,6 @@ __all__ = [
     "load_settings",
 ]
 
-ENV_PREFIX = "CITATION_EXPORTER_"
 CONFIG_FILE_VARIABLE = f"{ENV_PREFIX}CONFIG_FILE"
 # Service links Kubernetes injects into every pod of a namespace for a Service named
 # "citation-exporter": not ours, never an error.
@@ -136,7 +138,7 @@ class JudgeSettings(BaseSettings):
     judge_budget_usd_per_hour: float | None = Field(None, ge=0.0, allow_inf_nan=False)
     # in a sweep: the stratified sample judged, and what one sweep may spend on it; the
     # sample keeps at most 2 x this many candidates per stratum in memory (25 strata)
-    judge_sweep_sample: int = Field(2_000, ge=0, le=MAX_SWEEP_SAMPLE)
+    judge_sweep_sample: int = Field(DEFAULT_JUDGE_SWEEP_SAMPLE, ge=0, le=MAX_SWEEP_SAMPLE)
     judge_sweep_budget_usd: float | None = Field(None, ge=0.0, allow_inf_nan=False)
 
     @field_validator("judge_base_url", "judge_model", "judge_api_key", mode="before")
@@ -174,8 +176,6 @@ class JudgeSettings(BaseSettings):
     @property
     def sweep_judging(self) -> SweepJudging:
         """How a sweep judges its sample (the judges take this, never the settings)."""
-        from exporter.config.judge import SweepJudging  # noqa: PLC0415 - httpx, when asked
-
         return SweepJudging(
             self.judge_sweep_sample, judge_config(self), self.judge_sweep_budget_usd
         )

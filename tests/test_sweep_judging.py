@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import pickle
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,8 +15,10 @@ from judge_server import JudgeServer, Reply, completion
 
 from exporter.checks.verdict import Action, FailedCheck, Repair, Status, Verdict
 from exporter.cli import main
+from exporter.cli import sweep as sweep_command
 from exporter.entailment.drawing import Candidate
 from exporter.pipeline.outcome import JudgeInput
+from exporter.settings import load_judge_settings
 from exporter.simulate.files import write_scenario
 from exporter.simulate.scenario import ScenarioConfig, build_scenario
 
@@ -63,6 +67,35 @@ def test_a_sample_of_2000_by_default_and_none_on_request(
     assert _sweep(tmp_path, capsys)["entailment"] is None
     summary = _sweep(tmp_path, capsys, "--judge-sample", "7")  # a flag wins over the variable
     assert isinstance(summary["entailment"], dict) and summary["entailment"]["sampled"] == 7
+
+
+def _no_judge_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.upper().startswith("CITATION_EXPORTER_JUDGE"):
+            monkeypatch.delenv(name)
+
+
+def test_a_sweep_nobody_configured_judges_as_the_settings_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the sweep skips loading the service's settings then; their defaults must agree
+    _no_judge_variables(monkeypatch)
+    no_flags = argparse.Namespace(**dict.fromkeys(sweep_command._JUDGE_FLAGS))
+    assert sweep_command._sweep_judging(no_flags) == load_judge_settings({}).sweep_judging
+
+
+@pytest.mark.parametrize(
+    "variable", ["CITATION_EXPORTER_JUDGE_SWEEP_SAMPLE", "citation_exporter_judge_sweep_sample"]
+)
+def test_a_judge_variable_in_any_case_is_read(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    variable: str,
+) -> None:
+    _no_judge_variables(monkeypatch)
+    monkeypatch.setenv(variable, "0")
+    assert _sweep(tmp_path, capsys)["entailment"] is None
 
 
 @pytest.mark.parametrize(

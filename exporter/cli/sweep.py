@@ -7,12 +7,10 @@ import asyncio
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack, closing, contextmanager, nullcontext
-from typing import IO, TYPE_CHECKING, Any
-
-from tqdm import tqdm
+from typing import IO, Any
 
 from exporter.checks.claims import DEFAULT_CLASSIFIER, SentenceClassifier, load_classifier
 from exporter.checks.store import ChunkStore
@@ -50,7 +48,13 @@ from exporter.cli.sources import (
     citation_source,
     refuse_chunk_store,
 )
-from exporter.defaults import DEFAULT_HIGH_SEVERITY_TOPICS, DEFAULT_THRESHOLD
+from exporter.config.sweep_judging import SweepJudging
+from exporter.defaults import (
+    DEFAULT_HIGH_SEVERITY_TOPICS,
+    DEFAULT_JUDGE_SWEEP_SAMPLE,
+    DEFAULT_THRESHOLD,
+    ENV_PREFIX,
+)
 from exporter.entailment.drawing import PackedCandidate
 from exporter.entailment.judging import SampleJudging, sample_judging
 from exporter.entailment.sampling import StratifiedSample
@@ -68,9 +72,6 @@ from exporter.pipeline.summary import SweepSummary
 from exporter.records.decode import parse_json
 from exporter.sources import ChunkSource, CitationSource, RecordSource
 from exporter.sources.jsonl import JsonLines
-
-if TYPE_CHECKING:
-    from exporter.settings import JudgeSettings
 
 EXAMPLES = """\
 examples:
@@ -272,21 +273,32 @@ _JUDGE_FLAGS = {
 }
 
 
-def _judge_settings(args: argparse.Namespace) -> JudgeSettings:
-    """The judge's settings: the service's CITATION_EXPORTER_JUDGE_* variables, overridden
-    by the flags given."""
-    from exporter.settings import load_judge_settings  # noqa: PLC0415 - the service's (Kafka) imports
-
+def _sweep_judging(args: argparse.Namespace) -> SweepJudging:
+    """How the sweep judges its sample: the service's CITATION_EXPORTER_JUDGE_* variables,
+    overridden by the flags given. With neither (the usual sweep), the settings' defaults
+    without loading them: the service's settings import pydantic-settings and httpx, 0.12 s of
+    every sweep's start (tests/test_sweep_judging.py holds the two equal)."""
     overrides: dict[str, object] = {
         name: getattr(args, name) for name in _JUDGE_FLAGS if getattr(args, name) is not None
     }
+    if not overrides and not _judge_variables(os.environ):
+        return SweepJudging(DEFAULT_JUDGE_SWEEP_SAMPLE)
+    from exporter.settings import load_judge_settings  # noqa: PLC0415 - the service's (Kafka) imports
+
     try:
-        return load_judge_settings(overrides, _JUDGE_FLAGS)
+        return load_judge_settings(overrides, _JUDGE_FLAGS).sweep_judging
     except SettingsError as exc:
         raise UsageError(
             f"{exc} (the sweep's judge is set by its --judge* flags, else by the "
             "CITATION_EXPORTER_JUDGE_* variables)"
         ) from None
+
+
+def _judge_variables(environment: Mapping[str, str]) -> bool:
+    """Whether any variable of ``environment`` may set the judge (the settings read their
+    names in any case)."""
+    prefix = ENV_PREFIX + "JUDGE"
+    return any(name.upper().startswith(prefix) for name in environment)
 
 
 def _add_judge_options(sweep: Any) -> None:
@@ -357,6 +369,8 @@ def _progress_bar(source: RecordSource, enabled: bool) -> Iterator[Callable[[int
     if not enabled or size is None or not sys.stderr.isatty():
         yield None
         return
+    from tqdm import tqdm  # noqa: PLC0415 - only on a terminal: 10 ms of every start otherwise
+
     with tqdm(total=size, unit="B", unit_scale=True, desc="sweep", file=sys.stderr) as bar:
 
         def update(position: int) -> None:
@@ -539,9 +553,7 @@ def run(args: argparse.Namespace) -> int:
     limits, gate = limits_from(args), sweep_gate(args)
     classifier = _classifier(args.coverage_classifier)
     # a judge the settings cannot make was refused with them, before the sweep
-    judging = sample_judging(
-        _judge_settings(args).sweep_judging, args.high_severity_topics, args.seed
-    )
+    judging = sample_judging(_sweep_judging(args), args.high_severity_topics, args.seed)
     policy = sweep_policy(
         args, coverage=not args.no_coverage, judged=judging is not None, classifier=classifier
     )

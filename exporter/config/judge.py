@@ -15,7 +15,7 @@ import httpx
 from exporter.errors import SettingsError
 from exporter.records.limits import preview
 
-__all__ = ["OpenAIJudgeConfig", "SweepJudging"]
+__all__ = ["OpenAIJudgeConfig"]
 
 # What an API key may hold: the visible ASCII characters an HTTP header value can carry.
 _HEADER_TOKEN = re.compile(r"[!-~]+")
@@ -87,14 +87,3 @@ class OpenAIJudgeConfig:
     @property
     def url(self) -> str:
         return self.base_url.rstrip("/") + "/chat/completions"
-
-
-@dataclass(frozen=True, slots=True)
-class SweepJudging:
-    """How a sweep judges its sample: how many citations (0: none), the model judge for what
-    the lexical judge cannot settle (None: the lexical judge alone), and what the model may
-    cost the sweep (None: no limit)."""
-
-    sample: int
-    model: OpenAIJudgeConfig | None = None
-    budget_usd: float | None = None

@@ -42,7 +42,8 @@ from exporter.entailment.sampling import (
 from exporter.entailment.summary import EntailmentSummary
 
 if TYPE_CHECKING:
-    from exporter.config.judge import OpenAIJudgeConfig, SweepJudging
+    from exporter.config.judge import OpenAIJudgeConfig
+    from exporter.config.sweep_judging import SweepJudging
 
 __all__ = [
     "Judged",
