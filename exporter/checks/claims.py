@@ -778,7 +778,7 @@ def _framing(strong: list[str]) -> re.Pattern[str]:
 # Units that end in a question mark are among the dearest to try and cannot match a text
 # without one: each sentence is matched against the units it could hold (the same first match,
 # in order, as with all of them; half a microsecond less). Splitting on emotion words too saved
-# another half but doubled the expressions to compile (0.08 s at every start), and a sweep
+# another half but doubled the expressions to compile (0.1 s more at every start), and a sweep
 # classifies few new sentences (5,480 in the 180,419 citations of its benchmark archive).
 _NEEDS_QUESTION = [r"\?" in unit for unit in _STRONG]
 
@@ -786,8 +786,8 @@ _NEEDS_QUESTION = [r"\?" in unit for unit in _STRONG]
 @functools.cache
 def framing_units(question: bool) -> re.Pattern[str]:
     """The framing units a sentence with (or without) a question mark could hold, compiled on
-    first use: the two expressions take a tenth of a second to compile, which every command
-    would pay at start-up, most of them for nothing."""
+    first use: the two expressions take 0.07 s to compile, which every command would pay at
+    start-up, most of them for nothing."""
     return _framing(
         [
             unit
