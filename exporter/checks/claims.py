@@ -82,6 +82,14 @@ class SentenceKind(StrEnum):
     FRAMING = "framing"
 
 
+class Place(IntFlag):
+    """Where a sentence sits in its answer, for the rules that read it (see :func:`place`)."""
+
+    MIDDLE = 0
+    OPENING = 1
+    CLOSING = 2
+
+
 @runtime_checkable
 class SentenceClassifier(Protocol):
     """Anything that sorts one sentence into a claim or framing; must never raise.
@@ -122,6 +130,9 @@ _LIST_MARK_STARTS = frozenset("-*+>[")
 # Emoji, pictographs and their joiners and variation selectors: decoration, never a claim's
 # content ("Hi! \U0001f44b", "Good news \U0001f389"). Removed before matching.
 _EMOJI = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff\ufe0e\ufe0f\u200d\u20e3]+")
+# A Slack shortcode (":computer:"): decoration, like an emoji.
+_SHORTCODE = r":[a-z0-9_+-]{1,30}:"
+_SHORTCODES = re.compile(_SHORTCODE)
 # A sign-off's name line, as written (capitals kept): "Dana from Ledgerly Support", "People
 # Team", "Accounts Team, Parcelnest", "Best regards, Customer Success". At most six words, each
 # capitalised or a joining word, no digit and no closing punctuation but a comma.
@@ -808,7 +819,7 @@ def _compile_framing_units() -> None:
 _PREFIX = re.compile("(?:" + "|".join(_PREFIXES) + ") ?")
 # What joins units: punctuation, quotes, brackets and connectives.
 _GLUE = re.compile(
-    r"(?::[a-z0-9_+-]{1,30}:|`?@[\w.-]{1,40}`?|\[(?![^\]]{1,80}\]\()|"
+    r"(?:" + _SHORTCODE + r"|`?@[\w.-]{1,40}`?|\[(?![^\]]{1,80}\]\()|"
     r"[\s.,;:!?()\]\"'*_~\u00a1\u00bf-]|"
     r"(?:and|but|so|then|or|plus|though|although|however|anyway|"
     r"especially|particularly)\b)*"
@@ -889,7 +900,7 @@ class RuleClassifier:
 
     def classify(self, sentence: str) -> SentenceKind:
         """Claim unless the sentence is recognisably framing (or has nothing in it to check)."""
-        return _bounded(_classify, sentence, Place.MIDDLE)
+        return _bounded(_classify, sentence)
 
     def classify_in_answer(
         self, sentences: Sequence[str], index: int, cited: Collection[int]
@@ -915,7 +926,7 @@ class HybridClassifier:
 
     def classify(self, sentence: str) -> SentenceKind:
         """Framing if the rules say so, or if the model is sure on words it knows; else a claim."""
-        return _bounded(_classify_hybrid, sentence, Place.MIDDLE)
+        return _bounded(_classify_hybrid, sentence)
 
     def classify_in_answer(
         self, sentences: Sequence[str], index: int, cited: Collection[int]
@@ -925,14 +936,18 @@ class HybridClassifier:
 
 
 def _bounded(
-    judge: Callable[[str, Place], SentenceKind], sentence: str, where: Place
+    judge: Callable[[str], SentenceKind], sentence: str, where: Place = Place.MIDDLE
 ) -> SentenceKind:
     """``judge``'s kind of ``sentence`` as a plain ``str``, or a claim unexamined when it is
-    longer than :data:`MAX_CHARS`."""
+    longer than :data:`MAX_CHARS`; a signature closing the answer (``where``) is framing
+    whatever the judge says. The place is read here, above the judge's cache of sentences:
+    a sentence is classified once wherever it sits."""
     sentence = _plain(sentence)
     if len(sentence) > MAX_CHARS:
         return SentenceKind.CLAIM
-    return judge(sentence, where)
+    if where & Place.CLOSING and _signs_off(sentence):
+        return SentenceKind.FRAMING
+    return judge(sentence)
 
 
 def _plain(sentence: str) -> str:
@@ -952,20 +967,10 @@ _CACHED = 4096
 # answers close by signing off, after everything they cite.
 
 
-class Place(IntFlag):
-    """Where a sentence sits in its answer, for the rules that read it (see :func:`place`)."""
-
-    MIDDLE = 0
-    OPENING = 1
-    CLOSING = 2
-
-
 # Every place, by opening + 2 * closing (making a flag from an int costs half a microsecond).
 _PLACES = (Place.MIDDLE, Place.OPENING, Place.CLOSING, Place.OPENING | Place.CLOSING)
 # The first and the last this many sentences are an answer's edges.
 _EDGE = 2
-# A Slack shortcode (":computer:"): decoration, like an emoji.
-_SHORTCODE = re.compile(r":[a-z0-9_+-]{1,30}:")
 # A bot's name behind its emoji ("📦 ShipBot", ":computer: ITBot", "— LoomBot 🤖"):
 # only a name ending in "bot" (an emoji before other capitalised words is a list item's
 # bullet: "✅ Free Returns").
@@ -990,21 +995,40 @@ _EDGE_SIGNATURE = re.compile(
 )
 
 
-def _is_signature(sentence: str, closing: bool = False) -> bool:
+def _is_signature(sentence: str) -> bool:
     """A sign-off's name line: a few capitalised words, not a bare answer ("Yes"), or a bot's
-    name behind its emoji; closing an answer (``closing``), also a longer one after a closing
-    or a dash, with separators and a team ("Regards, Deepa | InfoSec Helpdesk")."""
-    raw = sentence.strip()
-    if len(raw) > 80 or raw.endswith(".") or raw.rstrip(",").casefold() in _BARE_ANSWERS:
+    name behind its emoji."""
+    raw = _signature_line(sentence)
+    if raw is None:
         return False
     if _SIGNATURE.fullmatch(raw) is not None:
         return True
+    bare = _undecorated(raw)
+    return bare != raw and _BOT_NAME.fullmatch(bare) is not None
+
+
+def _signs_off(sentence: str) -> bool:
+    """A longer signature line, as answers close with it: after a closing or a dash, with
+    separators and a team ("Regards, Deepa | InfoSec Helpdesk")."""
+    raw = _signature_line(sentence)
+    return raw is not None and _EDGE_SIGNATURE.fullmatch(_undecorated(raw)) is not None
+
+
+def _signature_line(sentence: str) -> str | None:
+    """The sentence stripped, if it may be a signature line at all: short, without a full
+    stop at its end, not a bare answer."""
+    raw = sentence.strip()
+    if len(raw) > 80 or raw.endswith(".") or raw.rstrip(",").casefold() in _BARE_ANSWERS:
+        return None
+    return raw
+
+
+def _undecorated(raw: str) -> str:
+    """``raw`` without its emoji and Slack shortcodes."""
     bare = raw if raw.isascii() else _SPACE.sub(" ", _EMOJI.sub(" ", raw)).strip()
     if ":" in bare:
-        bare = _SPACE.sub(" ", _SHORTCODE.sub(" ", bare)).strip()
-    if bare != raw and _BOT_NAME.fullmatch(bare) is not None:
-        return True
-    return closing and _EDGE_SIGNATURE.fullmatch(bare) is not None
+        bare = _SPACE.sub(" ", _SHORTCODES.sub(" ", bare)).strip()
+    return bare
 
 
 def place(count: int, index: int, cited: Collection[int]) -> Place:
@@ -1019,20 +1043,16 @@ def place(count: int, index: int, cited: Collection[int]) -> Place:
 
 
 @functools.lru_cache(maxsize=_CACHED)
-def _classify(sentence: str, where: Place) -> SentenceKind:
+def _classify(sentence: str) -> SentenceKind:
     text, heading = _normalise(sentence)
-    if (
-        _WORDY.search(text) is None
-        or heading
-        or _is_signature(sentence, bool(where & Place.CLOSING))
-    ):
+    if _WORDY.search(text) is None or heading or _is_signature(sentence):
         return SentenceKind.FRAMING
     return SentenceKind.FRAMING if _is_framing(text) else SentenceKind.CLAIM
 
 
 @functools.lru_cache(maxsize=_CACHED)
-def _classify_hybrid(sentence: str, where: Place) -> SentenceKind:
-    if _classify(sentence, where) is SentenceKind.FRAMING or shipped_model().is_framing(sentence):
+def _classify_hybrid(sentence: str) -> SentenceKind:
+    if _classify(sentence) is SentenceKind.FRAMING or shipped_model().is_framing(sentence):
         return SentenceKind.FRAMING
     return SentenceKind.CLAIM
 
