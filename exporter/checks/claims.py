@@ -945,7 +945,7 @@ def _bounded(
     sentence = _plain(sentence)
     if len(sentence) > MAX_CHARS:
         return SentenceKind.CLAIM
-    if where & Place.CLOSING and _signs_off(sentence):
+    if where in _CLOSING_PLACES and _signs_off(sentence):
         return SentenceKind.FRAMING
     return judge(sentence)
 
@@ -969,6 +969,9 @@ _CACHED = 4096
 
 # Every place, by opening + 2 * closing (making a flag from an int costs half a microsecond).
 _PLACES = (Place.MIDDLE, Place.OPENING, Place.CLOSING, Place.OPENING | Place.CLOSING)
+# The places that close an answer, for a test in C: a flag's "&" runs the enum's machinery
+# (0.6 us, on every sentence classified).
+_CLOSING_PLACES = frozenset((Place.CLOSING, Place.OPENING | Place.CLOSING))
 # The first and the last this many sentences are an answer's edges.
 _EDGE = 2
 # A bot's name behind its emoji ("📦 ShipBot", ":computer: ITBot", "— LoomBot 🤖"):
