@@ -254,3 +254,14 @@ def test_a_long_sentence_is_a_claim_wherever_it_sits() -> None:
     long = "Regards, " + "Deepa | InfoSec Helpdesk " * 25
     assert rules.classify_in_answer([FILLER, long], 1, {0}) is CLAIM
     assert hybrid.classify_in_answer([FILLER, long], 1, {0}) is CLAIM
+
+
+@pytest.mark.parametrize("classifier", [rules, hybrid], ids=["rules", "hybrid"])
+@pytest.mark.parametrize("index", [-1, -3, 3, 10])
+def test_an_index_outside_the_answer_is_refused_by_name(
+    classifier: RuleClassifier | HybridClassifier, index: int
+) -> None:
+    # -1 once read the last sentence as if it opened the answer (Python's negative index)
+    answer = [FILLER, FILLER, "Regards, Deepa | InfoSec Helpdesk"]
+    with pytest.raises(IndexError, match=f"sentence {index} of an answer of 3 sentences"):
+        classifier.classify_in_answer(answer, index, {0})

@@ -906,7 +906,7 @@ class RuleClassifier:
         self, sentences: Sequence[str], index: int, cited: Collection[int]
     ) -> SentenceKind:
         """:meth:`classify`, knowing where the sentence sits (see :func:`place`)."""
-        return _bounded(_classify, sentences[index], place(len(sentences), index, cited))
+        return _bounded(_classify, *_placed(sentences, index, cited))
 
 
 class HybridClassifier:
@@ -932,7 +932,16 @@ class HybridClassifier:
         self, sentences: Sequence[str], index: int, cited: Collection[int]
     ) -> SentenceKind:
         """:meth:`classify`, knowing where the sentence sits (see :func:`place`)."""
-        return _bounded(_classify_hybrid, sentences[index], place(len(sentences), index, cited))
+        return _bounded(_classify_hybrid, *_placed(sentences, index, cited))
+
+
+def _placed(sentences: Sequence[str], index: int, cited: Collection[int]) -> tuple[str, Place]:
+    """Sentence ``index`` and its place; an index outside the answer is the caller's bug, refused
+    by name (a negative one would read the last sentence as if it opened the answer)."""
+    count = len(sentences)
+    if not 0 <= index < count:
+        raise IndexError(f"sentence {index} of an answer of {count} sentences")
+    return sentences[index], place(count, index, cited)
 
 
 def _bounded(
