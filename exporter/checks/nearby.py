@@ -112,22 +112,31 @@ def quote_nearby(quote: FoldedQuote, text: str, start: int, end: int, threshold:
         return Nearby(False, ())
     lo, hi = near_window(start, end, len(quote.raw), len(text), threshold)
     window = text[lo:hi]
-    if quote.text not in fold(window):
+    folded_window = fold(window)
+    if quote.text not in folded_window:
         return Nearby(False, ())  # the usual answer, without building the offset map
-    folded = fold_with_map(window)
+    # ASCII folds only shorten (a join removed, a run of spaces or dashes made one) or swap one
+    # character for one: an ASCII window that kept its length folded offset for offset, and
+    # needs no map
+    mapped = (
+        None if window.isascii() and len(folded_window) == len(window) else fold_with_map(window)
+    )
     span = trimmed(text, start, end)
     places: list[tuple[int, int]] = []
-    at = folded.text.find(quote.text)
+    at = folded_window.find(quote.text)
     for _ in range(_MAX_NEAR_OCCURRENCES):
         if at == -1:
             return Nearby(False, tuple(places))
-        raw_start, raw_end = folded.to_raw(at, at + len(quote.text))
+        if mapped is None:
+            raw_start, raw_end = at, at + len(quote.text)
+        else:
+            raw_start, raw_end = mapped.to_raw(at, at + len(quote.text))
         place = trimmed(text, lo + raw_start, lo + raw_end)
         if fold(text[place[0] : place[1]]).strip() == quote.text:
             if place == span or _inside_with_punctuation(text, place, span):
                 return Nearby(True, ())
             places.append(place)
-        at = folded.text.find(quote.text, at + 1)
+        at = folded_window.find(quote.text, at + 1)
     return Nearby(False, ())  # too many copies: nearness says nothing
 
 
