@@ -199,6 +199,7 @@ def main() -> None:
         (ANSWERS, "tune"),
         *((path, "tune") for path in tune_sets),
         (ANSWERS, "measure"),
+        *((path, "measure") for path in sorted(ANSWERS.parent.glob("answers_measure*.jsonl"))),
     ]:
         scores = answer_scores(path, split, classifier)
         print(f"  {path.name} " + scores.line(split))

@@ -45,12 +45,19 @@ class AnswerScores:
     # of the sentences flagged as uncited claims, the share that are claims
     uncited_precision: float
     sentences: int
+    # the mix, which the precision depends on: framing sentences against uncited claims
+    framing_sentences: int
+    uncited_claims: int
+    # flags raised, and those of them on framing
+    flags: int
+    framing_flags: int
 
     def line(self, split: str) -> str:
         return (
             f"{split}: framing recall {self.framing_recall:.3f}, claim recall "
             f"{self.claim_recall:.3f}, uncited-claim precision {self.uncited_precision:.3f} "
-            f"({self.sentences} sentences)"
+            f"({self.framing_flags} of {self.flags} flags framing; {self.sentences} sentences, "
+            f"{self.framing_sentences} framing, {self.uncited_claims} uncited claims)"
         )
 
 
@@ -58,7 +65,7 @@ def answer_scores(path: Path, split: str, classifier: SentenceClassifier) -> Ans
     """Scores of ``classifier`` on one split of a JSONL set of labelled answers (ANSWERS.md),
     each answer put through coverage itself (which tells the classifier where each sentence
     sits, when it asks)."""
-    framing = framing_right = claims = claims_right = flagged = flagged_right = 0
+    framing = framing_right = claims = claims_right = flagged = flagged_right = uncited = 0
     with path.open(encoding="utf-8") as lines:
         for line in lines:
             answer = json.loads(line)
@@ -77,6 +84,7 @@ def answer_scores(path: Path, split: str, classifier: SentenceClassifier) -> Ans
                 framing_right += not truth and not claim
                 claims += truth
                 claims_right += truth and claim
+                uncited += truth and not sentence["cited"]
                 if claim and not sentence["cited"]:
                     flagged += 1
                     flagged_right += truth
@@ -85,4 +93,8 @@ def answer_scores(path: Path, split: str, classifier: SentenceClassifier) -> Ans
         claims_right / claims,
         flagged_right / flagged if flagged else 1.0,
         framing + claims,
+        framing,
+        uncited,
+        flagged,
+        flagged - flagged_right,
     )

@@ -38,6 +38,8 @@ DATA = Path(__file__).parent / "data" / "coverage" / "sentences.jsonl"
 ANSWERS = Path(__file__).parent / "data" / "coverage" / "answers.jsonl"
 # more blind answers, for tuning only
 ANSWERS_TUNE2 = Path(__file__).parent / "data" / "coverage" / "answers_tune2.jsonl"
+# blind answers for measuring only, with the mix of the set issue 22 was measured on
+ANSWERS_MEASURE2 = Path(__file__).parent / "data" / "coverage" / "answers_measure2.jsonl"
 classifier = RuleClassifier()
 hybrid = HybridClassifier()
 
@@ -195,6 +197,9 @@ def test_labelled_set_floors(split: str, precision_floor: float, recall_floor: f
 # uncited-claim precision 0.192 and 0.303; claim recall 1.000 throughout.
 # The hybrid (rules, then the model): measure framing recall 0.966, claim recall 0.984,
 # uncited-claim precision 0.720. The floors keep what was won, a couple of points below.
+# answers_measure2.jsonl (150 answers written blind on 2026-12-07, about 0.64 uncited claims
+# per framing sentence, as in the set that opened issue 22; 289 framing, 185 uncited claims),
+# read once: framing recall 0.917, claim recall 0.989, uncited-claim precision 0.882.
 @pytest.mark.parametrize(
     ("judge", "path", "split", "framing_floor", "precision_floor"),
     [
@@ -204,6 +209,7 @@ def test_labelled_set_floors(split: str, precision_floor: float, recall_floor: f
         ("hybrid", ANSWERS, "tune", 0.98, 0.95),
         ("hybrid", ANSWERS_TUNE2, "tune", 0.98, 0.95),
         ("hybrid", ANSWERS, "measure", 0.95, 0.68),
+        ("hybrid", ANSWERS_MEASURE2, "measure", 0.90, 0.86),
     ],
     ids=lambda value: value.name if isinstance(value, Path) else str(value),
 )
@@ -216,6 +222,30 @@ def test_blind_answers_floors(
     assert scores.claim_recall >= 0.98, scores.line(split)
     assert scores.framing_recall >= framing_floor, scores.line(split)
     assert scores.uncited_precision >= precision_floor, scores.line(split)
+
+
+@pytest.mark.parametrize(
+    "path", sorted(ANSWERS.parent.glob("answers*.jsonl")), ids=lambda path: path.name
+)
+def test_each_set_of_blind_answers_has_the_shape_answers_md_gives(path: Path) -> None:
+    """The scores above mean what they say only if each set is what ANSWERS.md describes: a
+    set named for measuring is measure through and through, framing is never cited, and no
+    text repeats (a repeated sentence would count twice)."""
+    answers = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    texts = [sentence["text"] for answer in answers for sentence in answer["sentences"]]
+    assert len(texts) == len(set(texts))
+    assert len({answer["id"] for answer in answers}) == len(answers)
+    splits = {answer["split"] for answer in answers}
+    if "measure" in path.name:
+        assert splits == {"measure"}
+    elif "tune" in path.name:
+        assert splits == {"tune"}
+    for answer in answers:
+        assert 3 <= len(answer["sentences"]) <= 10, answer["id"]
+        for sentence in answer["sentences"]:
+            assert sentence["label"] in {"claim", "framing"}, answer["id"]
+            assert type(sentence["cited"]) is bool, answer["id"]
+            assert not (sentence["cited"] and sentence["label"] == "framing"), answer["id"]
 
 
 # The single labelled sentences' measure split, with the hybrid: claim precision 1.000 and

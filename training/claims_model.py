@@ -93,6 +93,10 @@ TUNE_ANSWERS = (
 )
 
 
+# whole answers that are measure splits through and through (ANSWERS.md), never trained on
+MEASURE_ANSWERS = tuple(sorted(DATA.glob("answers_measure*.jsonl")))
+
+
 def measured_texts() -> set[tuple[str, ...]]:
     """The terms of every measure split's sentence (never their labels): a tune sentence with
     the same terms (the same text, or one differing only in case or typography) is the same
@@ -102,10 +106,11 @@ def measured_texts() -> set[tuple[str, ...]]:
         row = json.loads(line)
         if row["split"] != "tune":
             texts.add(row["text"])
-    for line in (DATA / "answers.jsonl").read_text(encoding="utf-8").splitlines():
-        answer = json.loads(line)
-        if answer["split"] != "tune":
-            texts.update(sentence["text"] for sentence in answer["sentences"])
+    for path in (DATA / "answers.jsonl", *MEASURE_ANSWERS):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            answer = json.loads(line)
+            if answer["split"] != "tune":
+                texts.update(sentence["text"] for sentence in answer["sentences"])
     return {tuple(terms(text)) for text in texts}
 
 
