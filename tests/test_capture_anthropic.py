@@ -427,3 +427,41 @@ def test_the_callers_own_mistakes_raise_at_once() -> None:
         from_anthropic(ANSWER, [REFUNDS], answer_id="a" * 1024)
     with pytest.raises(ValueError, match="emitted_at"):
         from_anthropic(ANSWER, [REFUNDS], answer_id="a", emitted_at="yesterday")
+
+
+def test_refused_citations_leave_their_claims_unjudged_not_uncited(tmp_path: Path) -> None:
+    """Issue 22: an answer whose citations could not be used is not an answer that cites
+    nothing. Captured with its one citation refused (a page range), its claim once counted as
+    uncited; the event now says how many were refused, and coverage counts the claim apart."""
+    message = _message(
+        [
+            {"type": "text", "text": "Thanks for asking! "},
+            {
+                "type": "text",
+                "text": "Refunds are issued within 30 days of purchase.",
+                "citations": [
+                    {"type": "page_location", "document_index": 0, "start_page_number": 1,
+                     "end_page_number": 2, "cited_text": "Refunds"}
+                ],
+            },
+        ]
+    )  # fmt: skip
+    captured = _capture(message)
+    assert captured.refused == {"page_location": 1}
+    event = captured.event
+    assert event is not None and event["citations"] == []
+    assert event["citations_refused"] == 1
+    assert "citations_refused" not in (_capture().event or {})
+    (tmp_path / "chunks.jsonl").write_text(
+        json.dumps({k: v for k, v in vars_of(REFUNDS).items() if v is not None}) + "\n"
+    )
+    (tmp_path / "events.jsonl").write_text(json.dumps(event) + "\n")
+    coverage = tmp_path / "coverage.jsonl"
+    main(
+        ["sweep", "--chunks", str(tmp_path / "chunks.jsonl"), "--citations",
+         str(tmp_path / "events.jsonl"), "--out", str(tmp_path / "verdicts.jsonl"),
+         "--coverage-out", str(coverage), "--no-progress", "--judge-sample", "0", "--allow-empty"]
+    )  # fmt: skip
+    [verdict] = [json.loads(line) for line in coverage.read_text().splitlines()]
+    assert verdict["status"] == "unjudged"
+    assert verdict["uncited"] == [] and verdict["unjudged"] == [1]

@@ -154,6 +154,64 @@ def test_one_unreadable_citation_leaves_the_claims_it_may_have_cited_unjudged() 
     assert (coverage.claims, coverage.uncited, coverage.unjudged) == ([1, 2, 3], [], [2, 3])
 
 
+def test_citations_refused_at_capture_leave_the_claims_unjudged() -> None:
+    """An event that says some of its citations were refused when it was captured
+    (``citations_refused``) is read like one with unreadable citations: what they named is
+    unknown. Without it, the claims its written citations do not name are uncited."""
+    cited = _answer(SENTENCES, _citation(1, 1), citations_refused=2)
+    coverage = _check(cited).coverage
+    assert coverage is not None and coverage.status is CoverageStatus.UNJUDGED
+    assert (coverage.claims, coverage.uncited, coverage.unjudged) == ([1, 2, 3], [], [2, 3])
+    for none in ({}, {"citations_refused": 0}, {"citations_refused": None}):
+        coverage = _check(_answer(SENTENCES, _citation(1, 1), **none)).coverage
+        assert coverage is not None and coverage.uncited == [2, 3] and coverage.unjudged == []
+    everything = _answer(SENTENCES[:2], _citation(1, 1), citations_refused=1)
+    coverage = _check(everything).coverage
+    assert coverage is not None and coverage.status is CoverageStatus.COVERED
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [("2", "'2'"), (-1, "-1"), (True, "True"), (1.5, "1.5"), ([1], "[1]"), (2**53, "")],
+)
+def test_a_citations_refused_that_is_no_count_makes_the_coverage_invalid(
+    value: object, shown: str
+) -> None:
+    """Named in one line; the citations are checked all the same."""
+    outcome = _check(_answer(SENTENCES, _citation(1, 1), citations_refused=value))
+    assert [c.verdict.status for c in outcome.checked] == [Status.OK]
+    coverage = outcome.coverage
+    assert coverage is not None and coverage.status is CoverageStatus.INVALID
+    assert coverage.error is not None and "'citations_refused'" in coverage.error
+    assert shown in coverage.error
+
+
+_JSON = st.recursive(
+    # integers orjson can write, as any message the exporter reads holds
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**64 - 1)
+    | st.floats()
+    | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner),
+    max_leaves=12,
+)
+
+
+@given(_JSON)
+def test_any_citations_refused_is_read_or_named_never_raised(value: object) -> None:
+    coverage = _check(_answer(SENTENCES, _citation(1, 1), citations_refused=value)).coverage
+    assert coverage is not None
+    counted = value is None or (type(value) is int and 0 <= value < 2**53)
+    if counted:
+        assert coverage.status is (
+            CoverageStatus.UNJUDGED if value else CoverageStatus.UNCITED_CLAIMS
+        )
+    else:
+        assert coverage.status is CoverageStatus.INVALID
+        assert coverage.error is not None and "'citations_refused'" in coverage.error
+
+
 def test_unjudged_claims_are_not_claims_of_the_coverage_ratio_metric() -> None:
     registry = CollectorRegistry()
     metrics = ExporterMetrics(registry, SourceLabels(), "t", topics=SourceLabels())

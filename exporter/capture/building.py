@@ -208,6 +208,11 @@ class AnswerBuilder:
             event["emitted_at"] = self.emitted_at
         event["sentences"] = self.sentences
         event["citations"] = self._citations
+        # every refusal here is one citation but the one that counts those left unread: said in
+        # the event, so coverage counts the claims they named unjudged, not uncited
+        refused = len(self._refusals) - bool(self._left_unread) + self._left_unread
+        if refused:
+            event["citations_refused"] = refused
         size = len(orjson.dumps(event, option=orjson.OPT_NON_STR_KEYS))
         if size > DEFAULT_LIMITS.max_message_bytes:
             return Captured(

@@ -264,8 +264,8 @@ class CoverageSummary:
         if self.unjudged:
             lines.append(
                 f"  not judged        {counted(self.unjudged, 'claim')} in "
-                f"{counted(self.answers_unjudged, 'answer')} whose citations could not be read: "
-                "neither cited nor uncited (fix_record)"
+                f"{counted(self.answers_unjudged, 'answer')} whose citations could not be read "
+                "or were refused at capture: neither cited nor uncited (fix_record)"
             )
         if self.uncited_topics:
             top = ", ".join(
@@ -401,7 +401,8 @@ class CoverageCheck:
             decoded.sentences,
             answer.cited,
             self.classifier,
-            unreadable=answer.unreadable,
+            # a citation its capture refused named something as unknown as an unreadable one
+            unreadable=answer.unreadable + decoded.refused,
         )
 
     def summary(self) -> CoverageSummary:

@@ -430,7 +430,8 @@ def decode_sentences(
                 if type(sentence) is not str:
                     break
             else:  # the common case, straight through; anything else is explained below
-                return AnswerSentences(obj["answer_id"], obj.get("topic"), sentences)
+                if "citations_refused" not in obj:
+                    return AnswerSentences(obj["answer_id"], obj.get("topic"), sentences)
         return _answer_sentences(obj, obj["answer_id"], obj.get("topic"), limits)
     own_id = _identifier(obj.get("answer_id"))
     own_topic = _identifier(obj.get("topic"))
@@ -464,7 +465,10 @@ def _answer_sentences(
         )
         return AnswerSentences(answer_id, topic, None, error, "oversized")
     try:
-        return AnswerSentences(answer_id, topic, _sentences(sentences))
+        # citations_refused: how many citations of the answer its capture could not record
+        # (exporter.capture writes it; absent, none)
+        refused = _optional_count(obj, "citations_refused", MAX_OFFSET) or 0
+        return AnswerSentences(answer_id, topic, _sentences(sentences), refused=refused)
     except RecordError as exc:
         return AnswerSentences(answer_id, topic, None, bounded(str(exc)))
 
