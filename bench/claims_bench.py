@@ -50,6 +50,30 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from labelled_sets import answer_scores  # noqa: E402
 
+# blind sets of whole answers for measuring only, with the mix of deployed assistants (ANSWERS.md)
+MEASURE_SETS = sorted(ANSWERS.parent.glob("answers_measure*.jsonl"))
+
+
+def _pooled(classifier: SentenceClassifier) -> None:
+    """The measure sets of deployed assistants' mix as one: the figure a new writer's answers
+    should be expected to read (each set alone is one writer's)."""
+    every = [answer_scores(path, "measure", classifier) for path in MEASURE_SETS]
+    if not every:
+        return
+    sentences = sum(s.sentences for s in every)
+    framing = sum(s.framing_sentences for s in every)
+    framing_right = sum(round(s.framing_recall * s.framing_sentences) for s in every)
+    claims_right = sum(round(s.claim_recall * (s.sentences - s.framing_sentences)) for s in every)
+    flags = sum(s.flags for s in every)
+    framing_flags = sum(s.framing_flags for s in every)
+    print(
+        f"  the {len(every)} sets answers_measure*.jsonl together: framing recall "
+        f"{framing_right / framing:.3f}, claim recall "
+        f"{claims_right / (sentences - framing):.3f}, uncited-claim precision "
+        f"{1 - framing_flags / max(1, flags):.3f} ({framing_flags} of {flags} flags framing; "
+        f"{sentences} sentences)"
+    )
+
 
 def _rows(path: Path) -> list[dict[str, str]]:
     with path.open(encoding="utf-8") as lines:
@@ -199,10 +223,11 @@ def main() -> None:
         (ANSWERS, "tune"),
         *((path, "tune") for path in tune_sets),
         (ANSWERS, "measure"),
-        *((path, "measure") for path in sorted(ANSWERS.parent.glob("answers_measure*.jsonl"))),
+        *((path, "measure") for path in MEASURE_SETS),
     ]:
         scores = answer_scores(path, split, classifier)
         print(f"  {path.name} " + scores.line(split))
+    _pooled(classifier)
     if args.show_tune_failures:
         for row in rows:
             if row["split"] == "tune" and classifier.classify(row["text"]) != row["label"]:
