@@ -16,7 +16,12 @@ import pytest
 from anthropic.types import Message
 
 from exporter.capture import Captured, Chunk, document_fingerprint, from_anthropic
+from exporter.checks.claims import HybridClassifier
+from exporter.checks.engine import Policy
+from exporter.checks.store import ChunkStore
 from exporter.cli import main
+from exporter.pipeline.messages import check_message
+from exporter.pipeline.outcome import Origin
 from exporter.records.decode import parse_json
 
 REFUNDS = Chunk(
@@ -432,7 +437,7 @@ def test_the_callers_own_mistakes_raise_at_once() -> None:
 def test_refused_citations_leave_their_claims_unjudged_not_uncited(tmp_path: Path) -> None:
     """Issue 22: an answer whose citations could not be used is not an answer that cites
     nothing. Captured with its one citation refused (a page range), its claim once counted as
-    uncited; the event now says how many were refused, and coverage counts the claim apart."""
+    uncited; the event now names the sentence it cited, and coverage counts that claim apart."""
     message = _message(
         [
             {"type": "text", "text": "Thanks for asking! "},
@@ -450,8 +455,8 @@ def test_refused_citations_leave_their_claims_unjudged_not_uncited(tmp_path: Pat
     assert captured.refused == {"page_location": 1}
     event = captured.event
     assert event is not None and event["citations"] == []
-    assert event["citations_refused"] == 1
-    assert "citations_refused" not in (_capture().event or {})
+    assert event["refused_citation_sentences"] == [1]
+    assert "refused_citation_sentences" not in (_capture().event or {})
     (tmp_path / "chunks.jsonl").write_text(
         json.dumps({k: v for k, v in vars_of(REFUNDS).items() if v is not None}) + "\n"
     )
@@ -465,3 +470,58 @@ def test_refused_citations_leave_their_claims_unjudged_not_uncited(tmp_path: Pat
     [verdict] = [json.loads(line) for line in coverage.read_text().splitlines()]
     assert verdict["status"] == "unjudged"
     assert verdict["uncited"] == [] and verdict["unjudged"] == [1]
+    # and the report says so: it once said only "0 have no citation"
+    page = tmp_path / "report.html"
+    report = ["report", str(coverage), str(tmp_path / "verdicts.jsonl"), "--out", str(page)]
+    assert main([*report, "--allow-empty"]) == 0
+    assert '<strong id="unjudged">1</strong> in 1 answer could not be judged' in page.read_text()
+
+
+def test_a_refused_citation_hides_no_other_uncited_claim() -> None:
+    """Only the sentence the refused citation named is unjudged: the answer's other claims,
+    cited by nothing, are still flagged (a count of refusals once hid them all)."""
+    message = _message(
+        [
+            {
+                "type": "text",
+                "text": "Refunds are issued within 30 days.",
+                "citations": [
+                    {"type": "page_location", "document_index": 0, "start_page_number": 1,
+                     "end_page_number": 2, "cited_text": "Refunds"}
+                ],
+            },
+            {"type": "text", "text": " Seats cost $5 each. Plans can be paused for a year."},
+        ]
+    )  # fmt: skip
+    event = _capture(message).event
+    assert event is not None and event["refused_citation_sentences"] == [0]
+    coverage = check_message(
+        json.dumps(event).encode(), b"k", Origin("answers", 0, 0), store=ChunkStore([REFUNDS]),
+        policy=Policy(classifier=HybridClassifier()),
+    ).coverage  # fmt: skip
+    assert coverage is not None
+    assert (coverage.uncited, coverage.unjudged) == ([1, 2], [0])
+
+
+def test_a_citation_list_that_cannot_be_read_names_its_blocks_sentence() -> None:
+    class Hostile:
+        type = "text"
+        text = "Refunds are issued within 30 days."
+
+        @property
+        def citations(self) -> object:
+            raise RuntimeError("boom")
+
+    captured = _capture({"content": [Hostile()]})
+    assert captured.refused == {"unreadable_citation": 1}
+    assert captured.event is not None
+    assert captured.event["refused_citation_sentences"] == [0]
+
+
+def test_citations_left_unread_are_a_refusal_of_unknown_sentence() -> None:
+    citation = _char(0, 0, 5, "not in the chunk at all")
+    message = {"content": [{"type": "text", "text": "x. ", "citations": [citation] * 500}] * 2}
+    captured = _capture(message)
+    assert captured.refused["too_many_citations"] == 1
+    assert captured.event is not None
+    assert captured.event["refused_citation_sentences"] == [0, None]

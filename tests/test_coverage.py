@@ -154,35 +154,52 @@ def test_one_unreadable_citation_leaves_the_claims_it_may_have_cited_unjudged() 
     assert (coverage.claims, coverage.uncited, coverage.unjudged) == ([1, 2, 3], [], [2, 3])
 
 
-def test_citations_refused_at_capture_leave_the_claims_unjudged() -> None:
-    """An event that says some of its citations were refused when it was captured
-    (``citations_refused``) is read like one with unreadable citations: what they named is
-    unknown. Without it, the claims its written citations do not name are uncited."""
-    cited = _answer(SENTENCES, _citation(1, 1), citations_refused=2)
-    coverage = _check(cited).coverage
+def test_sentences_named_by_refused_citations_are_unjudged_and_the_rest_judged() -> None:
+    """An event that names the sentences cited by citations refused when it was captured
+    (``refused_citation_sentences``): those claims are neither covered nor uncited; the others
+    are judged as ever. A refused citation whose sentence is unknown (null) is read like an
+    unreadable one: what it named is unknown."""
+    coverage = _check(_answer(SENTENCES, _citation(1, 1), refused_citation_sentences=[2])).coverage
+    assert coverage is not None and coverage.status is CoverageStatus.UNCITED_CLAIMS
+    assert (coverage.claims, coverage.uncited, coverage.unjudged) == ([1, 2, 3], [3], [2])
+    both = _answer(SENTENCES, _citation(1, 1), refused_citation_sentences=[2, 3])
+    coverage = _check(both).coverage
     assert coverage is not None and coverage.status is CoverageStatus.UNJUDGED
-    assert (coverage.claims, coverage.uncited, coverage.unjudged) == ([1, 2, 3], [], [2, 3])
-    for none in ({}, {"citations_refused": 0}, {"citations_refused": None}):
+    assert (coverage.uncited, coverage.unjudged) == ([], [2, 3])
+    # framing named by a refused citation is a claim by the answer's own account
+    coverage = _check(_answer(SENTENCES, refused_citation_sentences=[0])).coverage
+    assert coverage is not None and 0 in coverage.claims and 0 in coverage.unjudged
+    unknown = _answer(SENTENCES, _citation(1, 1), refused_citation_sentences=[None])
+    coverage = _check(unknown).coverage
+    assert coverage is not None and coverage.status is CoverageStatus.UNJUDGED
+    assert (coverage.uncited, coverage.unjudged) == ([], [2, 3])
+    for none in ({}, {"refused_citation_sentences": []}, {"refused_citation_sentences": None}):
         coverage = _check(_answer(SENTENCES, _citation(1, 1), **none)).coverage
         assert coverage is not None and coverage.uncited == [2, 3] and coverage.unjudged == []
-    everything = _answer(SENTENCES[:2], _citation(1, 1), citations_refused=1)
-    coverage = _check(everything).coverage
-    assert coverage is not None and coverage.status is CoverageStatus.COVERED
 
 
 @pytest.mark.parametrize(
     ("value", "shown"),
-    [("2", "'2'"), (-1, "-1"), (True, "True"), (1.5, "1.5"), ([1], "[1]"), (2**53, "")],
+    [
+        ("2", "got str"),
+        (2, "got int"),
+        ([5], "holds 5"),
+        ([-1], "holds -1"),
+        ([True], "holds True"),
+        ([1.0], "holds 1.0"),
+        (["1"], "holds '1'"),
+        ([0, 1, 2, 3, 4, None, None], "got 7 items"),
+    ],
 )
-def test_a_citations_refused_that_is_no_count_makes_the_coverage_invalid(
+def test_refused_citation_sentences_that_name_no_sentence_make_the_coverage_invalid(
     value: object, shown: str
 ) -> None:
     """Named in one line; the citations are checked all the same."""
-    outcome = _check(_answer(SENTENCES, _citation(1, 1), citations_refused=value))
+    outcome = _check(_answer(SENTENCES, _citation(1, 1), refused_citation_sentences=value))
     assert [c.verdict.status for c in outcome.checked] == [Status.OK]
     coverage = outcome.coverage
     assert coverage is not None and coverage.status is CoverageStatus.INVALID
-    assert coverage.error is not None and "'citations_refused'" in coverage.error
+    assert coverage.error is not None and "'refused_citation_sentences'" in coverage.error
     assert shown in coverage.error
 
 
@@ -193,23 +210,31 @@ _JSON = st.recursive(
     | st.integers(-(2**63), 2**64 - 1)
     | st.floats()
     | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner),
+    lambda inner: st.lists(inner, max_size=7) | st.dictionaries(st.text(max_size=5), inner),
     max_leaves=12,
 )
 
 
-@given(_JSON)
-def test_any_citations_refused_is_read_or_named_never_raised(value: object) -> None:
-    coverage = _check(_answer(SENTENCES, _citation(1, 1), citations_refused=value)).coverage
+@given(_JSON | st.lists(st.none() | st.integers(-2, 6), max_size=7))
+def test_any_refused_citation_sentences_is_read_or_named_never_raised(value: object) -> None:
+    sentences = len(SENTENCES)
+    outcome = _check(_answer(SENTENCES, _citation(1, 1), refused_citation_sentences=value))
+    coverage = outcome.coverage
     assert coverage is not None
-    counted = value is None or (type(value) is int and 0 <= value < 2**53)
-    if counted:
-        assert coverage.status is (
-            CoverageStatus.UNJUDGED if value else CoverageStatus.UNCITED_CLAIMS
-        )
-    else:
+    readable = value is None or (
+        type(value) is list
+        and len(value) <= sentences + 1
+        and all(i is None or (type(i) is int and 0 <= i < sentences) for i in value)
+    )
+    if not readable:
         assert coverage.status is CoverageStatus.INVALID
-        assert coverage.error is not None and "'citations_refused'" in coverage.error
+        assert coverage.error is not None and "'refused_citation_sentences'" in coverage.error
+        return
+    named = {i for i in value or () if i is not None}
+    assert set(coverage.unjudged) >= named - {1}
+    assert not set(coverage.uncited) & named
+    if value and None in value:
+        assert coverage.uncited == []
 
 
 def test_unjudged_claims_are_not_claims_of_the_coverage_ratio_metric() -> None:

@@ -97,13 +97,14 @@ def _capture(  # noqa: PLR0917 - from_anthropic's arguments, once checked
     for block, block_text in zip(blocks, texts, strict=True):
         start, end = at, at + len(block_text)
         at = end
-        try:
-            citations = reading.items(block, "citations", _MAX_CITATIONS)
-        except Exception as error:  # unreadable, whatever it raised
-            builder.refuse("unreadable_citation", _why(error))
-            continue
         lead = len(block_text) - len(block_text.lstrip())
         trail = len(block_text.rstrip())
+        try:
+            citations = reading.items(block, "citations", _MAX_CITATIONS)
+        except Exception as error:  # unreadable, whatever it raised: its block's sentence
+            sentence = builder.sentence_at(start + lead, start + max(lead, trail))
+            builder.refuse("unreadable_citation", _why(error), None, sentence)
+            continue
         sentence = (
             builder.sentence_at(start + lead, start + max(lead, trail)) if citations else None
         )
@@ -112,10 +113,10 @@ def _capture(  # noqa: PLR0917 - from_anthropic's arguments, once checked
                 _cite(builder, sources, citation, sentence, index, unit)
             except reading.UnreadableError as error:  # OffsetError too
                 if builder.take(index):
-                    builder.refuse(reason_of(error), str(error), index)
+                    builder.refuse(reason_of(error), str(error), index, sentence)
             except Exception as error:  # a hostile object: refused, never raised
                 if builder.take(index):
-                    builder.refuse("unreadable_citation", _why(error), index)
+                    builder.refuse("unreadable_citation", _why(error), index, sentence)
             index += 1
     return builder.build()
 

@@ -54,6 +54,9 @@ class Refusal:
     reason: Reason
     detail: str
     index: int | None = None
+    # the sentence of the answer the citation supported, when known: the event names it, so
+    # coverage counts that claim unjudged rather than uncited
+    sentence: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,8 +127,10 @@ class AnswerBuilder:
         self._read += 1
         return True
 
-    def refuse(self, reason: Reason, detail: str, index: int | None = None) -> None:
-        self._refusals.append(Refusal(reason, _short(detail), index))
+    def refuse(
+        self, reason: Reason, detail: str, index: int | None = None, sentence: int | None = None
+    ) -> None:
+        self._refusals.append(Refusal(reason, _short(detail), index, sentence))
 
     def cite(
         self,
@@ -147,7 +152,7 @@ class AnswerBuilder:
             return
         problem = _bad_chunk(chunk)
         if problem is not None:
-            self.refuse("bad_chunk", problem, index)
+            self.refuse("bad_chunk", problem, index, sentence_index)
             return
         text = chunk.text
         if not 0 <= start <= end <= len(text):
@@ -155,11 +160,12 @@ class AnswerBuilder:
                 "offset_past_text",
                 f"span [{start}, {end}] is outside the chunk's {len(text)} characters",
                 index,
+                sentence_index,
             )
             return
         placed = _placed(text, start, end, said, search, lambda: self._view(chunk))
         if isinstance(placed, Refusal):
-            self.refuse(placed.reason, placed.detail, index)
+            self.refuse(placed.reason, placed.detail, index, sentence_index)
             return
         start, end = placed
         citation: dict[str, Any] = {
@@ -208,11 +214,12 @@ class AnswerBuilder:
             event["emitted_at"] = self.emitted_at
         event["sentences"] = self.sentences
         event["citations"] = self._citations
-        # every refusal here is one citation but the one that counts those left unread: said in
-        # the event, so coverage counts the claims they named unjudged, not uncited
-        refused = len(self._refusals) - bool(self._left_unread) + self._left_unread
-        if refused:
-            event["citations_refused"] = refused
+        # the sentences refused citations named (null: one whose sentence is not known, as
+        # those left unread): coverage counts those claims unjudged, not uncited
+        named = {refusal.sentence for refusal in self._refusals}
+        if named:
+            known = sorted(index for index in named if index is not None)
+            event["refused_citation_sentences"] = [*known, *([None] if None in named else [])]
         size = len(orjson.dumps(event, option=orjson.OPT_NON_STR_KEYS))
         if size > DEFAULT_LIMITS.max_message_bytes:
             return Captured(

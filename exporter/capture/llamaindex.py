@@ -198,6 +198,7 @@ def _capture(  # noqa: PLR0917 - from_llamaindex's arguments, once checked
                     "no_such_source",
                     f"the answer cites [{number}] of the {len(sources)} source nodes",
                     index,
+                    sentence_index,
                 )
             continue
         try:
@@ -209,7 +210,7 @@ def _capture(  # noqa: PLR0917 - from_llamaindex's arguments, once checked
                     if isinstance(error, reading.UnreadableError)
                     else f"reading it raised {type(error).__name__}"
                 )
-                builder.refuse(reason_of(error), detail, index)
+                builder.refuse(reason_of(error), detail, index, sentence_index)
             continue
         builder.cite(
             chunk, start, end, said=piece, sentence_index=sentence_index, index=index, search=True

@@ -39,14 +39,14 @@ _ANSWER_SENTENCES = "citation_answer_sentences"
 _UNCITED_CLAIMS = "citation_uncited_claims"
 _ANSWERS_CHECKED = "citation_answers_checked"
 # the metrics coverage counts into (names are a public contract: rules and boards read them);
-# unjudged_claim: a claim of an answer some of whose citations could not be read (neither
-# cited nor uncited, so not a claim of the coverage ratio)
+# unjudged_claim: a claim of an answer some of whose citations could not be read, or one a
+# citation refused at capture named (neither cited nor uncited, so not a claim of the ratio)
 COVERAGE_METRICS = (
     MetricSpec(
         _ANSWER_SENTENCES,
         "Sentences of answers whose coverage was judged, by kind: claim (asserts something "
         "checkable), framing, or unjudged_claim (a claim of an answer some of whose "
-        "citations could not be read).",
+        "citations could not be read, or one a citation refused at capture named).",
         ("kind",),
         (("claim",), ("framing",), ("unjudged_claim",)),
     ),
@@ -315,11 +315,14 @@ def check_coverage(
     classifier: SentenceClassifier,
     *,
     unreadable: int = 0,
+    refused: Collection[int] = (),
 ) -> CoverageVerdict:
     """Sort the sentences into claims and framing; a claim whose index is not in ``cited`` is
     uncited, unless ``unreadable`` citations of the answer could not be read: then it is
     ``unjudged`` (an answer whose citations were all unreadable once reported every claim
-    uncited, 100%, when none of them could be judged).
+    uncited, 100%, when none of them could be judged). A sentence in ``refused`` was named by a
+    citation that capture refused to record: a claim by the answer's own account, and
+    ``unjudged`` (it was cited, by something that cannot be checked), whatever else holds.
 
     A sentence a citation names is a claim by the answer's own account, and covered: the
     classifier is asked about the others only (in a typical answer most claims are cited, so
@@ -333,6 +336,7 @@ def check_coverage(
     claims: list[int] = []
     framing: list[int] = []
     uncited: list[int] = []
+    unjudged: list[int] = []
     try:
         classify = classifier.classify
         # a classifier that reads where a sentence sits is told (claims.place)
@@ -340,6 +344,10 @@ def check_coverage(
         for index, sentence in enumerate(sentences):
             if index in cited:
                 claims.append(index)
+                continue
+            if index in refused:
+                claims.append(index)
+                unjudged.append(index)
                 continue
             if classify_in_answer is not None:
                 kind = classify_in_answer(sentences, index, cited)
@@ -354,7 +362,13 @@ def check_coverage(
         return invalid_coverage(
             answer_id, topic, failure("classifying", exc), "check_failed", type(exc).__name__
         )
-    if uncited and unreadable:
+    if uncited and unreadable:  # what the unreadable citations named is unknown
+        unjudged, uncited = sorted(unjudged + uncited), []
+    if uncited:
+        return CoverageVerdict(
+            answer_id, _UNCITED, _MARK, claims, framing, uncited, topic, unjudged=unjudged
+        )
+    if unjudged:
         return CoverageVerdict(
             answer_id,
             CoverageStatus.UNJUDGED,
@@ -363,10 +377,8 @@ def check_coverage(
             framing,
             [],
             topic,
-            unjudged=uncited,
+            unjudged=unjudged,
         )
-    if uncited:
-        return CoverageVerdict(answer_id, _UNCITED, _MARK, claims, framing, uncited, topic)
     return CoverageVerdict(answer_id, _COVERED, _KEEP, claims, framing, uncited, topic)
 
 
@@ -401,8 +413,9 @@ class CoverageCheck:
             decoded.sentences,
             answer.cited,
             self.classifier,
-            # a citation its capture refused named something as unknown as an unreadable one
-            unreadable=answer.unreadable + decoded.refused,
+            unreadable=answer.unreadable
+            + (decoded.refused is not None and None in decoded.refused),
+            refused={index for index in decoded.refused or () if index is not None},
         )
 
     def summary(self) -> CoverageSummary:

@@ -430,7 +430,7 @@ def decode_sentences(
                 if type(sentence) is not str:
                     break
             else:  # the common case, straight through; anything else is explained below
-                if "citations_refused" not in obj:
+                if _REFUSED not in obj:
                     return AnswerSentences(obj["answer_id"], obj.get("topic"), sentences)
         return _answer_sentences(obj, obj["answer_id"], obj.get("topic"), limits)
     own_id = _identifier(obj.get("answer_id"))
@@ -465,12 +465,36 @@ def _answer_sentences(
         )
         return AnswerSentences(answer_id, topic, None, error, "oversized")
     try:
-        # citations_refused: how many citations of the answer its capture could not record
-        # (exporter.capture writes it; absent, none)
-        refused = _optional_count(obj, "citations_refused", MAX_OFFSET) or 0
-        return AnswerSentences(answer_id, topic, _sentences(sentences), refused=refused)
+        decoded = _sentences(sentences)
+        return AnswerSentences(
+            answer_id, topic, decoded, refused=_refused_sentences(obj.get(_REFUSED), len(decoded))
+        )
     except RecordError as exc:
         return AnswerSentences(answer_id, topic, None, bounded(str(exc)))
+
+
+# the sentences named by citations capture refused (exporter.capture writes it; absent, none)
+_REFUSED = "refused_citation_sentences"
+
+
+def _refused_sentences(value: object, sentences: int) -> list[int | None] | None:
+    """Each a sentence index of the answer or null (a refused citation whose sentence is not
+    known); capture writes each once, so a list longer than the sentences and one null is
+    refused (it bounds what coverage reads)."""
+    if value is None:
+        return None
+    if type(value) is not list or len(value) > sentences + 1:
+        raise RecordError(
+            f"'{_REFUSED}' must be a list of at most {sentences + 1:,} sentence indexes or null, "
+            f"got {_type_name(value) if type(value) is not list else f'{len(value):,} items'}"
+        )
+    for item in value:
+        if item is not None and (type(item) is not int or not 0 <= item < sentences):
+            raise RecordError(
+                f"'{_REFUSED}' must hold sentence indexes of the answer's {sentences:,} "
+                f"sentences or null, but holds {preview(item)}"
+            )
+    return value
 
 
 def decode_citations(

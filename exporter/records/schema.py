@@ -87,9 +87,9 @@ class AnswerSentences:
     bounded label value (``invalid_record`` or ``oversized``). The answer's citations are
     decoded apart, and checked whatever this holds. One is made per answer on the sweep's hot
     path: plain, not frozen (read-only by convention), and the list is the decoded one, not a
-    copy. ``refused`` is the event's ``citations_refused``: citations the answer made that its
-    capture could not record, so, like citations that cannot be read, what they named is
-    unknown.
+    copy. ``refused`` is the event's ``refused_citation_sentences``: the sentences named by
+    citations that the answer's capture could not record (``None`` for such a citation whose
+    sentence is unknown), so neither covered nor uncited.
     """
 
     answer_id: str | None
@@ -97,4 +97,4 @@ class AnswerSentences:
     sentences: list[str] | None
     error: str | None = None
     reason: str = "invalid_record"
-    refused: int = 0
+    refused: list[int | None] | None = None
