@@ -518,10 +518,15 @@ def test_a_citation_list_that_cannot_be_read_names_its_blocks_sentence() -> None
     assert captured.event["refused_citation_sentences"] == [0]
 
 
-def test_citations_left_unread_are_a_refusal_of_unknown_sentence() -> None:
+def test_citations_left_unread_name_their_sentences_too() -> None:
+    """Past the bound a citation is not read, but the sentence it supports is known."""
     citation = _char(0, 0, 5, "not in the chunk at all")
-    message = {"content": [{"type": "text", "text": "x. ", "citations": [citation] * 500}] * 2}
+    blocks = [
+        {"type": "text", "text": f"Claim number {n}. ", "citations": [citation] * 500}
+        for n in range(2)
+    ]
+    message = {"content": [*blocks, {"type": "text", "text": "Seats cost $5 each."}]}
     captured = _capture(message)
     assert captured.refused["too_many_citations"] == 1
     assert captured.event is not None
-    assert captured.event["refused_citation_sentences"] == [0, None]
+    assert captured.event["refused_citation_sentences"] == [0, 1]

@@ -166,3 +166,19 @@ def test_captured_answers_sweep_ok(tmp_path: Path, capsys: pytest.CaptureFixture
     capsys.readouterr()
     assert code == 0
     assert [json.loads(line)["status"] for line in out.read_text().splitlines()] == ["ok", "ok"]
+
+
+def test_a_refused_quote_names_the_sentence_it_supported() -> None:
+    """A quote whose source is not among the documents is refused, but the quote was read:
+    the sentence it supports is named in the event, so only that claim is unjudged."""
+    answer = QuotedAnswer(
+        answer="Refunds are issued within 30 days of purchase. Seats cost $5 each. Ask us.",
+        citations=[
+            Citation(source_id=0, quote="Refunds are issued within 30 days of purchase."),
+            Citation(source_id=7, quote="Seats cost $5 each."),
+        ],
+    )
+    captured = from_langchain(answer, DOCUMENTS, answer_id="a")
+    assert [(r.reason, r.sentence) for r in captured.refusals] == [("no_such_document", 1)]
+    assert captured.event is not None
+    assert captured.event["refused_citation_sentences"] == [1]

@@ -162,6 +162,18 @@ def test_an_engine_without_numbers_cites_each_source_whole() -> None:
         assert all("sentence_index" not in c for c in citations)
 
 
+def test_a_refused_source_of_an_answer_without_numbers_hides_no_claim() -> None:
+    """Without numbers a source is cited whole, by no sentence: refused, it names none, so
+    the answer's uncited claims stay uncited (once it made every one of them unjudged)."""
+    piece = NodeWithScore(node=TextNode(text="Source 1:\nNot in any node.\n", id_="fresh"))
+    piece.node.relationships = RESPONSE.source_nodes[0].node.relationships
+    response = Response(response="It says so. And so.", source_nodes=[piece])
+    captured = _capture(response)
+    assert [(r.reason, r.sentence) for r in captured.refusals] == [("quote_not_in_source", None)]
+    assert captured.event is not None
+    assert "refused_citation_sentences" not in captured.event
+
+
 def test_a_node_is_the_chunk_the_postgres_layout_reads() -> None:
     node = NODES[0]
     assert chunk_of_node(node) == Chunk(
@@ -186,6 +198,9 @@ def test_each_unusable_source_is_a_refusal_with_its_reason() -> None:
         ("no_such_source", 8),
     ]
     assert captured.event is not None and len(captured.event["citations"]) == 1
+    # the sentences the refused numbers stood in: coverage counts those claims unjudged
+    assert [r.sentence for r in captured.refusals] == [0, 2]
+    assert captured.event["refused_citation_sentences"] == [0, 2]
     # the store's nodes not given: nothing to find a piece in
     assert {r.reason for r in _capture(nodes=[]).refusals} == {"chunk_not_given"}
 

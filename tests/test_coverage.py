@@ -18,8 +18,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
-from exporter.checks.claims import SentenceKind
-from exporter.checks.coverage import CoverageAction, CoverageStatus, CoverageVerdict
+from exporter.checks.claims import HybridClassifier, SentenceKind
+from exporter.checks.coverage import (
+    CoverageAction,
+    CoverageStatus,
+    CoverageVerdict,
+    check_coverage,
+)
 from exporter.checks.engine import Policy
 from exporter.checks.store import ChunkStore
 from exporter.checks.verdict import Status
@@ -157,8 +162,7 @@ def test_one_unreadable_citation_leaves_the_claims_it_may_have_cited_unjudged() 
 def test_sentences_named_by_refused_citations_are_unjudged_and_the_rest_judged() -> None:
     """An event that names the sentences cited by citations refused when it was captured
     (``refused_citation_sentences``): those claims are neither covered nor uncited; the others
-    are judged as ever. A refused citation whose sentence is unknown (null) is read like an
-    unreadable one: what it named is unknown."""
+    are judged as ever; one a written citation names too is covered."""
     coverage = _check(_answer(SENTENCES, _citation(1, 1), refused_citation_sentences=[2])).coverage
     assert coverage is not None and coverage.status is CoverageStatus.UNCITED_CLAIMS
     assert (coverage.claims, coverage.uncited, coverage.unjudged) == ([1, 2, 3], [3], [2])
@@ -169,13 +173,26 @@ def test_sentences_named_by_refused_citations_are_unjudged_and_the_rest_judged()
     # framing named by a refused citation is a claim by the answer's own account
     coverage = _check(_answer(SENTENCES, refused_citation_sentences=[0])).coverage
     assert coverage is not None and 0 in coverage.claims and 0 in coverage.unjudged
-    unknown = _answer(SENTENCES, _citation(1, 1), refused_citation_sentences=[None])
-    coverage = _check(unknown).coverage
-    assert coverage is not None and coverage.status is CoverageStatus.UNJUDGED
-    assert (coverage.uncited, coverage.unjudged) == ([], [2, 3])
+    also_written = _answer(SENTENCES, _citation(1, 1), refused_citation_sentences=[1])
+    coverage = _check(also_written).coverage
+    assert coverage is not None and (coverage.uncited, coverage.unjudged) == ([2, 3], [])
     for none in ({}, {"refused_citation_sentences": []}, {"refused_citation_sentences": None}):
         coverage = _check(_answer(SENTENCES, _citation(1, 1), **none)).coverage
         assert coverage is not None and coverage.uncited == [2, 3] and coverage.unjudged == []
+
+
+def test_a_refused_citation_is_a_citation_where_a_sentence_sits() -> None:
+    """The hybrid reads a signature-like line as framing only where it closes the answer, with
+    no cited sentence after it: a citation refused at capture is one, as a written one is."""
+    sentences = [
+        "Refunds are issued within 30 days.",
+        "Regards, Deepa | InfoSec Helpdesk",
+        "Annual plans renew automatically.",
+    ]
+    written = check_coverage("a", None, sentences, {0, 2}, HybridClassifier())
+    refused = check_coverage("a", None, sentences, {0}, HybridClassifier(), refused={2})
+    assert written.uncited == refused.uncited == [1]
+    assert refused.unjudged == [2]
 
 
 @pytest.mark.parametrize(
@@ -188,7 +205,8 @@ def test_sentences_named_by_refused_citations_are_unjudged_and_the_rest_judged()
         ([True], "holds True"),
         ([1.0], "holds 1.0"),
         (["1"], "holds '1'"),
-        ([0, 1, 2, 3, 4, None, None], "got 7 items"),
+        ([None], "holds null"),
+        ([0, 1, 2, 3, 4, 0], "got 6 items"),
     ],
 )
 def test_refused_citation_sentences_that_name_no_sentence_make_the_coverage_invalid(
@@ -215,7 +233,7 @@ _JSON = st.recursive(
 )
 
 
-@given(_JSON | st.lists(st.none() | st.integers(-2, 6), max_size=7))
+@given(_JSON | st.lists(st.none() | st.integers(-2, 6), max_size=6))
 def test_any_refused_citation_sentences_is_read_or_named_never_raised(value: object) -> None:
     sentences = len(SENTENCES)
     outcome = _check(_answer(SENTENCES, _citation(1, 1), refused_citation_sentences=value))
@@ -223,18 +241,16 @@ def test_any_refused_citation_sentences_is_read_or_named_never_raised(value: obj
     assert coverage is not None
     readable = value is None or (
         type(value) is list
-        and len(value) <= sentences + 1
-        and all(i is None or (type(i) is int and 0 <= i < sentences) for i in value)
+        and len(value) <= sentences
+        and all(type(i) is int and 0 <= i < sentences for i in value)
     )
     if not readable:
         assert coverage.status is CoverageStatus.INVALID
         assert coverage.error is not None and "'refused_citation_sentences'" in coverage.error
         return
-    named = {i for i in value or () if i is not None}
-    assert set(coverage.unjudged) >= named - {1}
+    named = set(value or ())
+    assert set(coverage.unjudged) == named - {1}  # sentence 1 has a written citation
     assert not set(coverage.uncited) & named
-    if value and None in value:
-        assert coverage.uncited == []
 
 
 def test_unjudged_claims_are_not_claims_of_the_coverage_ratio_metric() -> None:

@@ -112,10 +112,10 @@ def _capture(  # noqa: PLR0917 - from_anthropic's arguments, once checked
             try:
                 _cite(builder, sources, citation, sentence, index, unit)
             except reading.UnreadableError as error:  # OffsetError too
-                if builder.take(index):
+                if builder.take(index, sentence):
                     builder.refuse(reason_of(error), str(error), index, sentence)
             except Exception as error:  # a hostile object: refused, never raised
-                if builder.take(index):
+                if builder.take(index, sentence):
                     builder.refuse("unreadable_citation", _why(error), index, sentence)
             index += 1
     return builder.build()

@@ -54,8 +54,8 @@ class Refusal:
     reason: Reason
     detail: str
     index: int | None = None
-    # the sentence of the answer the citation supported, when known: the event names it, so
-    # coverage counts that claim unjudged rather than uncited
+    # the sentence of the answer the citation supported, when known (None: not known, or
+    # none): the event names it, so coverage counts that claim unjudged rather than uncited
     sentence: int | None = None
 
 
@@ -93,6 +93,7 @@ class AnswerBuilder:
     _refusals: list[Refusal] = field(default_factory=list, init=False)
     _read: int = field(default=0, init=False)
     _left_unread: int = field(default=0, init=False)
+    _unread_sentences: set[int] = field(default_factory=set, init=False)
     _views: dict[int, tuple[Chunk, DocumentView]] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
@@ -119,10 +120,13 @@ class AnswerBuilder:
                 best, most = index, max(overlap, 1)
         return best
 
-    def take(self, index: int | None) -> bool:
-        """Whether one more citation may be read; past the bound, counted to be said once."""
+    def take(self, index: int | None, sentence: int | None = None) -> bool:
+        """Whether one more citation may be read; past the bound, counted to be said once (and
+        the ``sentence`` it supported kept, for the event to name)."""
         if self._read >= DEFAULT_LIMITS.max_citations_per_answer:
             self._left_unread += 1
+            if sentence is not None:
+                self._unread_sentences.add(sentence)
             return False
         self._read += 1
         return True
@@ -148,7 +152,7 @@ class AnswerBuilder:
 
         ``search``: the span is only a guess (a framework that gives none), so ``said`` is
         looked for anywhere in the chunk."""
-        if not self.take(index):
+        if not self.take(index, sentence_index):
             return
         problem = _bad_chunk(chunk)
         if problem is not None:
@@ -214,12 +218,14 @@ class AnswerBuilder:
             event["emitted_at"] = self.emitted_at
         event["sentences"] = self.sentences
         event["citations"] = self._citations
-        # the sentences refused citations named (null: one whose sentence is not known, as
-        # those left unread): coverage counts those claims unjudged, not uncited
-        named = {refusal.sentence for refusal in self._refusals}
+        # the sentences refused citations named: coverage counts those claims unjudged, not
+        # uncited. A refusal whose sentence is not known (or that named none) is not here: it
+        # hides no claim, at worst one of its claims is flagged uncited
+        named = self._unread_sentences.union(
+            refusal.sentence for refusal in self._refusals if refusal.sentence is not None
+        )
         if named:
-            known = sorted(index for index in named if index is not None)
-            event["refused_citation_sentences"] = [*known, *([None] if None in named else [])]
+            event["refused_citation_sentences"] = sorted(named)
         size = len(orjson.dumps(event, option=orjson.OPT_NON_STR_KEYS))
         if size > DEFAULT_LIMITS.max_message_bytes:
             return Captured(

@@ -119,20 +119,23 @@ def _capture(  # noqa: PLR0917 - from_langchain's arguments, once checked
         answer_id, text, topic=topic, emitted_at=emitted_at, fingerprints=dict(fingerprints or {})
     )
     for index, citation in enumerate(citations):
+        quote: str | None = None
         try:
             source_id, quote = _source_and_quote(citation)
             if isinstance(documents, str | bytes) or not 0 <= source_id < len(documents):
                 raise _no_such_document(source_id, documents)
             chunk = chunk_of_document(documents[source_id], **keys)
         except Exception as error:  # unreadable, whatever it raised
-            if builder.take(index):
+            # a quote read names its sentence, as it would have written
+            sentence = _resembling(builder.sentences, quote) if quote else None
+            if builder.take(index, sentence):
                 reason = reason_of(error)
                 detail = (
                     str(error)
                     if isinstance(error, reading.UnreadableError)
                     else f"reading it raised {type(error).__name__}"
                 )
-                builder.refuse(reason, detail, index)
+                builder.refuse(reason, detail, index, sentence)
             continue
         builder.cite(
             chunk,

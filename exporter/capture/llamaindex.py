@@ -193,7 +193,7 @@ def _capture(  # noqa: PLR0917 - from_llamaindex's arguments, once checked
     for number, sentence_index in _cited(builder, text, len(sources)):
         index = number - 1
         if not 0 <= index < len(sources):
-            if builder.take(index):
+            if builder.take(index, sentence_index):
                 builder.refuse(
                     "no_such_source",
                     f"the answer cites [{number}] of the {len(sources)} source nodes",
@@ -204,7 +204,7 @@ def _capture(  # noqa: PLR0917 - from_llamaindex's arguments, once checked
         try:
             chunk, start, end, piece = _place(sources[index], store)
         except Exception as error:  # unreadable, refused, or a hostile object's own code raised
-            if builder.take(index):
+            if builder.take(index, sentence_index):
                 detail = (
                     str(error)
                     if isinstance(error, reading.UnreadableError)

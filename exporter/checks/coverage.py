@@ -92,7 +92,8 @@ class CoverageVerdict:
     ``invalid`` verdict could not be judged (``reason`` is a bounded label value, as for an
     invalid citation: ``invalid_record``, ``oversized`` or ``check_failed``). ``unjudged``
     holds the claims no readable citation names in an answer some of whose citations could not
-    be read: they may be cited by those, so they are neither covered nor uncited.
+    be read (they may be cited by those), and those named by citations refused at capture:
+    neither covered nor uncited.
     """
 
     answer_id: str | None
@@ -265,7 +266,8 @@ class CoverageSummary:
             lines.append(
                 f"  not judged        {counted(self.unjudged, 'claim')} in "
                 f"{counted(self.answers_unjudged, 'answer')} whose citations could not be read "
-                "or were refused at capture: neither cited nor uncited (fix_record)"
+                "or were refused at capture: neither cited nor uncited, nor in the ratio "
+                "(fix_record)"
             )
         if self.uncited_topics:
             top = ", ".join(
@@ -322,7 +324,8 @@ def check_coverage(
     ``unjudged`` (an answer whose citations were all unreadable once reported every claim
     uncited, 100%, when none of them could be judged). A sentence in ``refused`` was named by a
     citation that capture refused to record: a claim by the answer's own account, and
-    ``unjudged`` (it was cited, by something that cannot be checked), whatever else holds.
+    ``unjudged`` (cited, by something that cannot be checked), unless a written citation names
+    it too; a classifier that reads where a sentence sits is told it is cited.
 
     A sentence a citation names is a claim by the answer's own account, and covered: the
     classifier is asked about the others only (in a typical answer most claims are cited, so
@@ -337,6 +340,8 @@ def check_coverage(
     framing: list[int] = []
     uncited: list[int] = []
     unjudged: list[int] = []
+    # what the answer cited, written or refused: where a sentence sits reads it so
+    named = set(cited).union(refused) if refused else cited
     try:
         classify = classifier.classify
         # a classifier that reads where a sentence sits is told (claims.place)
@@ -350,7 +355,7 @@ def check_coverage(
                 unjudged.append(index)
                 continue
             if classify_in_answer is not None:
-                kind = classify_in_answer(sentences, index, cited)
+                kind = classify_in_answer(sentences, index, named)
             else:
                 kind = classify(sentence)
             if type(kind) in _KINDS and kind == _FRAMING:
@@ -413,9 +418,8 @@ class CoverageCheck:
             decoded.sentences,
             answer.cited,
             self.classifier,
-            unreadable=answer.unreadable
-            + (decoded.refused is not None and None in decoded.refused),
-            refused={index for index in decoded.refused or () if index is not None},
+            unreadable=answer.unreadable,
+            refused=set(decoded.refused or ()),
         )
 
     def summary(self) -> CoverageSummary:

@@ -477,22 +477,21 @@ def _answer_sentences(
 _REFUSED = "refused_citation_sentences"
 
 
-def _refused_sentences(value: object, sentences: int) -> list[int | None] | None:
-    """Each a sentence index of the answer or null (a refused citation whose sentence is not
-    known); capture writes each once, so a list longer than the sentences and one null is
-    refused (it bounds what coverage reads)."""
+def _refused_sentences(value: object, sentences: int) -> list[int] | None:
+    """Each a sentence index of the answer; capture writes each once, so a list longer than the
+    sentences is refused (it bounds what coverage reads)."""
     if value is None:
         return None
-    if type(value) is not list or len(value) > sentences + 1:
+    if type(value) is not list or len(value) > sentences:
         raise RecordError(
-            f"'{_REFUSED}' must be a list of at most {sentences + 1:,} sentence indexes or null, "
-            f"got {_type_name(value) if type(value) is not list else f'{len(value):,} items'}"
+            f"'{_REFUSED}' must be a list of at most {sentences:,} sentence indexes, got "
+            f"{_type_name(value) if type(value) is not list else f'{len(value):,} items'}"
         )
     for item in value:
-        if item is not None and (type(item) is not int or not 0 <= item < sentences):
+        if type(item) is not int or not 0 <= item < sentences:
             raise RecordError(
                 f"'{_REFUSED}' must hold sentence indexes of the answer's {sentences:,} "
-                f"sentences or null, but holds {preview(item)}"
+                f"sentences, but holds {'null' if item is None else preview(item)}"
             )
     return value
 

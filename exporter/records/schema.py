@@ -88,8 +88,7 @@ class AnswerSentences:
     decoded apart, and checked whatever this holds. One is made per answer on the sweep's hot
     path: plain, not frozen (read-only by convention), and the list is the decoded one, not a
     copy. ``refused`` is the event's ``refused_citation_sentences``: the sentences named by
-    citations that the answer's capture could not record (``None`` for such a citation whose
-    sentence is unknown), so neither covered nor uncited.
+    citations that the answer's capture could not record, so neither covered nor uncited.
     """
 
     answer_id: str | None
@@ -97,4 +96,4 @@ class AnswerSentences:
     sentences: list[str] | None
     error: str | None = None
     reason: str = "invalid_record"
-    refused: list[int | None] | None = None
+    refused: list[int] | None = None
