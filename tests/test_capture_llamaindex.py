@@ -285,3 +285,17 @@ def test_the_index_docstore_gives_the_nodes_of_the_documents_cited(
     from_docstore = from_llamaindex(response, index.docstore, answer_id="a-1")
     assert from_docstore.refusals == ()
     assert from_docstore == from_llamaindex(response, NODES, answer_id="a-1")
+
+
+def test_numbers_past_the_bound_still_name_their_sentences() -> None:
+    """Past max_citations_per_answer a number is not read, but the sentence it stands in is
+    known: named in the event, so that claim is unjudged, not flagged uncited."""
+    text = " ".join(f"Claim number {n} holds [2]." for n in range(600))
+    captured = from_llamaindex(
+        {"response": text, "source_nodes": [{"node": {"text": "x", "id_": "n1"}}]}, [],
+        answer_id="a",
+    )  # fmt: skip
+    assert captured.event is not None
+    assert captured.event["refused_citation_sentences"] == list(range(600))
+    [past] = [r for r in captured.refusals if r.reason == "too_many_citations"]
+    assert past.detail == "100 citations past the first 500 were not read"

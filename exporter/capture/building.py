@@ -124,12 +124,16 @@ class AnswerBuilder:
         """Whether one more citation may be read; past the bound, counted to be said once (and
         the ``sentence`` it supported kept, for the event to name)."""
         if self._read >= DEFAULT_LIMITS.max_citations_per_answer:
-            self._left_unread += 1
-            if sentence is not None:
-                self._unread_sentences.add(sentence)
+            self.left_unread(sentence)
             return False
         self._read += 1
         return True
+
+    def left_unread(self, sentence: int | None) -> None:
+        """One citation past the bound, not read: counted, and its sentence kept."""
+        self._left_unread += 1
+        if sentence is not None:
+            self._unread_sentences.add(sentence)
 
     def refuse(
         self, reason: Reason, detail: str, index: int | None = None, sentence: int | None = None

@@ -223,9 +223,13 @@ def _cited(builder: AnswerBuilder, text: str, sources: int) -> list[tuple[int, i
     number in the answer, every source node once, with no sentence."""
     cited: dict[tuple[int, int | None], None] = {}
     for match in _MARKER.finditer(text):
-        if len(cited) > _MAX_SOURCES:  # past the bound: builder.take says how many, once
-            break
         sentence = builder.sentence_at(match.start(), match.end())
+        if len(cited) > _MAX_SOURCES:
+            # past the bound: not read, but its sentence is known (the builder keeps it for
+            # the event, and says how many were left, once)
+            for _ in match.group(1).split(","):
+                builder.left_unread(sentence)
+            continue
         for number in match.group(1).split(","):
             cited[(int(number), sentence)] = None
     if not cited:
