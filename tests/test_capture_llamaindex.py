@@ -299,3 +299,22 @@ def test_numbers_past_the_bound_still_name_their_sentences() -> None:
     assert captured.event["refused_citation_sentences"] == list(range(600))
     [past] = [r for r in captured.refusals if r.reason == "too_many_citations"]
     assert past.detail == "100 citations past the first 500 were not read"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Refunds are issued within 30 days [1]. Plans renew yearly.",
+        "Refunds are issued within 30 days. [1] Plans renew yearly.",
+        "Refunds are issued within 30 days. [1][1] Plans renew yearly.",
+    ],
+)
+def test_a_number_after_the_stop_cites_the_sentence_before(text: str) -> None:
+    """Models write "30 days. [1] Plans ..." too: the splitter puts the number at the start of
+    the next sentence, but it cites the one it follows (a refused one once hid that claim)."""
+    refused = from_llamaindex(
+        {"response": text, "source_nodes": [{"node": {"text": "x", "id_": "n1"}}]}, [],
+        answer_id="a",
+    )  # fmt: skip
+    assert refused.event is not None
+    assert refused.event["refused_citation_sentences"] == [0]

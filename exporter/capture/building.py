@@ -105,6 +105,10 @@ class AnswerBuilder:
     def sentences(self) -> list[str]:
         return [self.text[start:end] for start, end in self._spans]
 
+    def sentence_start(self, index: int) -> int:
+        """Where the answer's sentence ``index`` starts in its text."""
+        return self._starts[index]
+
     def sentence_at(self, start: int, end: int) -> int | None:
         """The sentence that holds most of the answer text ``[start, end)`` (the first of
         equals), or the one the position falls in for an empty range. Sentences are ordered

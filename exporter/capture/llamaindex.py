@@ -224,6 +224,9 @@ def _cited(builder: AnswerBuilder, text: str, sources: int) -> list[tuple[int, i
     cited: dict[tuple[int, int | None], None] = {}
     for match in _MARKER.finditer(text):
         sentence = builder.sentence_at(match.start(), match.end())
+        if sentence and _opens_sentence(text, builder.sentence_start(sentence), match.start()):
+            # "30 days. [1] Plans ...": written after the stop, it still cites what came before
+            sentence -= 1
         if len(cited) > _MAX_SOURCES:
             # past the bound: not read, but its sentence is known (the builder keeps it for
             # the event, and says how many were left, once)
@@ -235,6 +238,12 @@ def _cited(builder: AnswerBuilder, text: str, sources: int) -> list[tuple[int, i
     if not cited:
         return [(number, None) for number in range(1, sources + 1)]
     return list(cited)
+
+
+def _opens_sentence(text: str, start: int, marker: int) -> bool:
+    """Whether only other numbers (and spaces) stand between a sentence's start and a number:
+    then the splitter put the number after the stop of the sentence it cites."""
+    return _MARKER.sub("", text[start:marker]).strip() == ""
 
 
 def _place(source: object, store: _Store) -> tuple[Chunk, int, int, str]:
