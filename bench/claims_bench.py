@@ -48,31 +48,9 @@ DATA = ROOT / "tests" / "data" / "coverage" / "sentences.jsonl"
 ANSWERS = ROOT / "tests" / "data" / "coverage" / "answers.jsonl"
 sys.path.insert(0, str(ROOT / "tests"))
 
-from labelled_sets import answer_scores  # noqa: E402
+from labelled_sets import AnswerScores, answer_scores, measure_sets  # noqa: E402
 
-# blind sets of whole answers for measuring only, with the mix of deployed assistants (ANSWERS.md)
-MEASURE_SETS = sorted(ANSWERS.parent.glob("answers_measure*.jsonl"))
-
-
-def _pooled(classifier: SentenceClassifier) -> None:
-    """The measure sets of deployed assistants' mix as one: the figure a new writer's answers
-    should be expected to read (each set alone is one writer's)."""
-    every = [answer_scores(path, "measure", classifier) for path in MEASURE_SETS]
-    if not every:
-        return
-    sentences = sum(s.sentences for s in every)
-    framing = sum(s.framing_sentences for s in every)
-    framing_right = sum(round(s.framing_recall * s.framing_sentences) for s in every)
-    claims_right = sum(round(s.claim_recall * (s.sentences - s.framing_sentences)) for s in every)
-    flags = sum(s.flags for s in every)
-    framing_flags = sum(s.framing_flags for s in every)
-    print(
-        f"  the {len(every)} sets answers_measure*.jsonl together: framing recall "
-        f"{framing_right / framing:.3f}, claim recall "
-        f"{claims_right / (sentences - framing):.3f}, uncited-claim precision "
-        f"{1 - framing_flags / max(1, flags):.3f} ({framing_flags} of {flags} flags framing; "
-        f"{sentences} sentences)"
-    )
+MEASURE_SETS = measure_sets(ANSWERS.parent)
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -227,7 +205,12 @@ def main() -> None:
     ]:
         scores = answer_scores(path, split, classifier)
         print(f"  {path.name} " + scores.line(split))
-    _pooled(classifier)
+    if MEASURE_SETS:  # one writer's set is one writer's: the figure to expect is them all
+        pooled = AnswerScores.pooled(answer_scores(p, "measure", classifier) for p in MEASURE_SETS)
+        print(
+            f"  the {len(MEASURE_SETS)} sets answers_measure*.jsonl together "
+            + pooled.line("measure")
+        )
     if args.show_tune_failures:
         for row in rows:
             if row["split"] == "tune" and classifier.classify(row["text"]) != row["label"]:

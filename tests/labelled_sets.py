@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
 
 from exporter.checks.claims import SentenceClassifier
 from exporter.checks.coverage import check_coverage
 
-__all__ = ["AnswerScores", "answer_scores", "precision_recall"]
+__all__ = ["AnswerScores", "answer_scores", "measure_sets", "precision_recall"]
 
 
 def precision_recall(
@@ -38,27 +38,54 @@ def precision_recall(
 @dataclass(frozen=True, slots=True)
 class AnswerScores:
     """A classifier on whole labelled answers, as coverage uses it: a cited sentence is a claim
-    by the answer's own account; an uncited one the classifier calls a claim is flagged."""
+    by the answer's own account; an uncited one the classifier calls a claim is flagged. Counts,
+    so that sets can be pooled by adding them (:meth:`pooled`); the ratios are derived."""
 
-    framing_recall: float
-    claim_recall: float
-    # of the sentences flagged as uncited claims, the share that are claims
-    uncited_precision: float
-    sentences: int
-    # the mix, which the precision depends on: framing sentences against uncited claims
-    framing_sentences: int
+    framing: int
+    framing_right: int
+    claims: int
+    claims_right: int
+    # claims with no citation: the mix the precision depends on, against ``framing``
     uncited_claims: int
     # flags raised, and those of them on framing
     flags: int
     framing_flags: int
+
+    @property
+    def sentences(self) -> int:
+        return self.framing + self.claims
+
+    @property
+    def framing_recall(self) -> float:
+        return self.framing_right / self.framing
+
+    @property
+    def claim_recall(self) -> float:
+        return self.claims_right / self.claims
+
+    @property
+    def uncited_precision(self) -> float:
+        """Of the sentences flagged as uncited claims, the share that are claims."""
+        return 1.0 - self.framing_flags / self.flags if self.flags else 1.0
+
+    @classmethod
+    def pooled(cls, every: Iterable[AnswerScores]) -> AnswerScores:
+        """Several sets scored as one."""
+        return cls(*(sum(column) for column in zip(*map(astuple, every), strict=True)))
 
     def line(self, split: str) -> str:
         return (
             f"{split}: framing recall {self.framing_recall:.3f}, claim recall "
             f"{self.claim_recall:.3f}, uncited-claim precision {self.uncited_precision:.3f} "
             f"({self.framing_flags} of {self.flags} flags framing; {self.sentences} sentences, "
-            f"{self.framing_sentences} framing, {self.uncited_claims} uncited claims)"
+            f"{self.framing} framing, {self.uncited_claims} uncited claims)"
         )
+
+
+def measure_sets(data: Path) -> list[Path]:
+    """The blind sets of whole answers for measuring only, with the mix of deployed assistants
+    (ANSWERS.md)."""
+    return sorted(data.glob("answers_measure*.jsonl"))
 
 
 def answer_scores(path: Path, split: str, classifier: SentenceClassifier) -> AnswerScores:
@@ -89,12 +116,5 @@ def answer_scores(path: Path, split: str, classifier: SentenceClassifier) -> Ans
                     flagged += 1
                     flagged_right += truth
     return AnswerScores(
-        framing_right / framing,
-        claims_right / claims,
-        flagged_right / flagged if flagged else 1.0,
-        framing + claims,
-        framing,
-        uncited,
-        flagged,
-        flagged - flagged_right,
+        framing, framing_right, claims, claims_right, uncited, flagged, flagged - flagged_right
     )

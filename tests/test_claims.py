@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from labelled_sets import answer_scores, precision_recall
+from labelled_sets import answer_scores, measure_sets, precision_recall
 
 from exporter.checks import claims, claims_model
 from exporter.checks.claims import (
@@ -41,7 +41,9 @@ ANSWERS_TUNE2 = Path(__file__).parent / "data" / "coverage" / "answers_tune2.jso
 # blind answers for measuring only, with the mix of the set issue 22 was measured on
 ANSWERS_MEASURE2 = Path(__file__).parent / "data" / "coverage" / "answers_measure2.jsonl"
 # four more writers' answers of that mix, for measuring only
-MEASURE = {n: ANSWERS.parent / f"answers_measure{n}.jsonl" for n in (3, 4, 5, 6)}
+MEASURE = {
+    int(path.stem.removeprefix("answers_measure")): path for path in measure_sets(ANSWERS.parent)
+}
 classifier = RuleClassifier()
 hybrid = HybridClassifier()
 

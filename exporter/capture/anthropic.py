@@ -99,15 +99,13 @@ def _capture(  # noqa: PLR0917 - from_anthropic's arguments, once checked
         at = end
         lead = len(block_text) - len(block_text.lstrip())
         trail = len(block_text.rstrip())
+        # the sentence the block's citations support, written or refused
+        sentence = builder.sentence_at(start + lead, start + max(lead, trail))
         try:
             citations = reading.items(block, "citations", _MAX_CITATIONS)
-        except Exception as error:  # unreadable, whatever it raised: its block's sentence
-            sentence = builder.sentence_at(start + lead, start + max(lead, trail))
+        except Exception as error:  # unreadable, whatever it raised
             builder.refuse("unreadable_citation", _why(error), None, sentence)
             continue
-        sentence = (
-            builder.sentence_at(start + lead, start + max(lead, trail)) if citations else None
-        )
         for citation in citations:
             try:
                 _cite(builder, sources, citation, sentence, index, unit)

@@ -40,6 +40,9 @@ MAX_NODES = 10_000
 _MAX_SOURCES = DEFAULT_LIMITS.max_citations_per_answer
 # "[1]", "[2, 3]": the numbers CitationQueryEngine's prompt asks the model to cite by.
 _MARKER = re.compile(r"\[(\d{1,4}(?:\s*,\s*\d{1,4}){0,15})\]")
+# the numbers (and spaces) a sentence opens with: the splitter puts "30 days. [1] Plans" in the
+# second sentence, but [1] cites the first
+_LEADING_MARKERS = re.compile(rf"(?:\s*{_MARKER.pattern})+")
 # How CitationQueryEngine labels each piece it shows the model.
 _PIECE = re.compile(r"Source (\d{1,4}):\n")
 # NodeRelationship.SOURCE, a str enum: the key a node names its document under.
@@ -222,11 +225,18 @@ def _cited(builder: AnswerBuilder, text: str, sources: int) -> list[tuple[int, i
     """(source number, sentence) for each number the answer cites, once per sentence; with no
     number in the answer, every source node once, with no sentence."""
     cited: dict[tuple[int, int | None], None] = {}
+    # where each sentence's leading numbers end, found once a sentence (a sentence of numbers
+    # alone would otherwise be scanned again for each of them)
+    leading: dict[int, int] = {}
     for match in _MARKER.finditer(text):
         sentence = builder.sentence_at(match.start(), match.end())
-        if sentence and _opens_sentence(text, builder.sentence_start(sentence), match.start()):
-            # "30 days. [1] Plans ...": written after the stop, it still cites what came before
-            sentence -= 1
+        if sentence:
+            if sentence not in leading:
+                run = _LEADING_MARKERS.match(text, builder.sentence_start(sentence))
+                leading[sentence] = run.end() if run else 0
+            if match.start() < leading[sentence]:
+                # "30 days. [1] Plans ...": written after the stop, it cites what came before
+                sentence -= 1
         if len(cited) > _MAX_SOURCES:
             # past the bound: not read, but its sentence is known (the builder keeps it for
             # the event, and says how many were left, once)
@@ -238,12 +248,6 @@ def _cited(builder: AnswerBuilder, text: str, sources: int) -> list[tuple[int, i
     if not cited:
         return [(number, None) for number in range(1, sources + 1)]
     return list(cited)
-
-
-def _opens_sentence(text: str, start: int, marker: int) -> bool:
-    """Whether only other numbers (and spaces) stand between a sentence's start and a number:
-    then the splitter put the number after the stop of the sentence it cites."""
-    return _MARKER.sub("", text[start:marker]).strip() == ""
 
 
 def _place(source: object, store: _Store) -> tuple[Chunk, int, int, str]:

@@ -419,7 +419,7 @@ class CoverageCheck:
             answer.cited,
             self.classifier,
             unreadable=answer.unreadable,
-            refused=set(decoded.refused or ()),
+            refused=set(decoded.refused) if decoded.refused else (),
         )
 
     def summary(self) -> CoverageSummary:
