@@ -265,3 +265,90 @@ def test_an_index_outside_the_answer_is_refused_by_name(
     answer = [FILLER, FILLER, "Regards, Deepa | InfoSec Helpdesk"]
     with pytest.raises(IndexError, match=f"sentence {index} of an answer of 3 sentences"):
         classifier.classify_in_answer(answer, index, {0})
+
+
+# Openings that restate the user's words and go on to answer, or say what will happen: the
+# claim is the assistant's. Written by two hostile reviews of rules that read restatements into
+# an answer's opening (withdrawn both times: a rule safe against these bought 4 of 980 framing
+# flags held out); any such rule must keep them claims.
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "You mentioned the Pro plan, and it costs $49 a month.",
+        "You asked about refunds, and they take 5 to 7 business days to reach your card.",
+        "It sounds like your card was charged twice \u2014 that's a known issue fixed in 2.3.",
+        "You said refunds take 14 days, which is right.",
+        "From what you describe, you'll get a full refund of $40.",
+        "It sounds like your plan qualifies for the 20% discount.",
+        "It sounds like a known bug in v2.3; upgrading to 2.4 fixes it.",
+        # found by the hostile review of this rule: corrections, answers after a colon, a dash
+        # or brackets, other joining words, conclusions, diagnoses and reported actions
+        "You mentioned 30 days, but the window is actually 14 days.",
+        "You wrote that the limit is 5 GB, but the limit on your plan is 50 GB.",
+        "You asked about refunds: they take 5-7 business days.",
+        "You asked for the support number, 0800 123 456.",
+        "You asked why the fee went up \u2014 prices rose 8% on 1 April for all annual plans.",
+        "You mentioned the Basic plan \u2014 it includes 3 seats and 10 GB of storage.",
+        "You said you're open to a visit (we're open 8am-6pm, Monday to Saturday).",
+        "You mentioned the 14-day window, which applies only to EU customers.",
+        "You said you're in Ontario, where the cooling-off period is 10 days.",
+        "You said the device is 2 years old, so the 3-year warranty still applies.",
+        "You described error code E42, meaning the water inlet filter is blocked.",
+        "You mentioned the 30-day trial, though it was shortened to 14 days in 2024.",
+        "You asked about refunds, and they usually take 5 days.",
+        "You said to cancel it, and I've cancelled order #4411 today.",
+        "From what you describe, the damage is excluded under clause 7(b).",
+        "From what you said, you're owed compensation of \u20ac250 under EU261.",
+        "It sounds like your router is affected by firmware bug FW-2291, fixed in 4.1.2.",
+        "It sounds like you hit the 2,000-row export limit on the Free plan.",
+        "Just to confirm we've cancelled your subscription and refunded $12 to your Visa.",
+        "Just to make sure I give you the right figure: the UK return window is 30 days.",
+    ],
+)
+def test_a_restating_cue_that_goes_on_to_answer_stays_a_claim(sentence: str) -> None:
+    assert hybrid.classify_in_answer([sentence, FILLER, "Thanks!"], 0, {1}) is CLAIM
+    assert hybrid.classify_in_answer(["Hi Sam,", sentence, FILLER], 1, {2}) is CLAIM
+
+
+# A short exclamation closing an answer is a wish, in whatever language (each an uncited claim
+# before: words the model never saw); not a bare answer, a figure or a statement.
+@pytest.mark.parametrize(
+    "sentence",
+    ["Gute Fahrt!", "Mukavaa p\u00e4iv\u00e4\u00e4!", "Sweet dreams! \U0001f634", "Stay legendary!",
+     "Fly smart, fly Aerolux! \u2708\ufe0f", "\u00c0 lundi !", "Boas pedaladas!"],
+)  # fmt: skip
+def test_a_wish_closing_an_answer_is_framing(sentence: str) -> None:
+    answer = ["Hi Sam,", FILLER, sentence]
+    assert hybrid.classify_in_answer(answer, 2, {1}) is FRAMING
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    ["Yes!", "No!", "Nope! \U0001f605", "Always!", "Shipping is free!", "Refunds take 14 days!",
+     # found by the hostile review of the rule: answers in other languages, words the model
+     # never learned, a curly apostrophe
+     "\u00a1Env\u00edo gratis!", "Livraison offerte !", "Kostenloser Versand!", "Gratis!",
+     "Frete gr\u00e1tis!", "Spedizione gratuita!", "Ja!", "Nein!", "S\u00ed!", "Oui !",
+     "Tak!", "N\u00e3o!", "Claro!", "Genau!", "Natuurlijk!", "Bien s\u00fbr !", "Zero fees!",
+     "Zero downtime!", "Vegan!", "Not anymore!", "Certainly!", "Indeed!",
+     "Mondays to Fridays!", "Have it free!", "Good news: it\u2019s included!"],
+)  # fmt: skip
+def test_an_exclamation_that_answers_closing_an_answer_stays_a_claim(sentence: str) -> None:
+    answer = ["Hi Sam,", FILLER, sentence]
+    assert hybrid.classify_in_answer(answer, 2, {1}) is CLAIM
+    # the whole answer: it answers, whatever it says
+    assert hybrid.classify_in_answer([sentence], 0, set()) is CLAIM
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Ng\u0101 mihi, People & Culture",
+        "Met vriendelijke groet, Sanne \u2014 Freight Desk, Polderlink Logistics",
+        "Pozdrawiam serdecznie, Marta",
+        "Med v\u00e4nlig h\u00e4lsning, Erik | Kundtj\u00e4nst",
+    ],
+)
+def test_a_sign_off_in_another_language_closing_an_answer_is_framing(sentence: str) -> None:
+    answer = ["Hi Sam,", FILLER, sentence]
+    assert rules.classify_in_answer(answer, 2, {1}) is FRAMING

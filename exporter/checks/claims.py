@@ -944,19 +944,33 @@ def _placed(sentences: Sequence[str], index: int, cited: Collection[int]) -> tup
     return sentences[index], place(count, index, cited)
 
 
+# Answers repeat their framing word for word ("Hope this helps!"): a bounded cache of recent
+# sentences (at most _CACHED x MAX_CHARS characters) answers those in a fraction of a
+# microsecond.
+_CACHED = 4096
+
+
 def _bounded(
     judge: Callable[[str], SentenceKind], sentence: str, where: Place = Place.MIDDLE
 ) -> SentenceKind:
     """``judge``'s kind of ``sentence`` as a plain ``str``, or a claim unexamined when it is
-    longer than :data:`MAX_CHARS`; a signature closing the answer (``where``) is framing
-    whatever the judge says. The place is read here, above the judge's cache of sentences:
-    a sentence is classified once wherever it sits."""
+    longer than :data:`MAX_CHARS`; a signature or a wish closing the answer (``where``) is
+    framing whatever the judge says. The place is read here, above the judge's cache of
+    sentences: a sentence is classified once wherever it sits."""
     sentence = _plain(sentence)
     if len(sentence) > MAX_CHARS:
         return SentenceKind.CLAIM
-    if where in _CLOSING_PLACES and _signs_off(sentence):
+    if where is not Place.MIDDLE and _framing_where(sentence, where):
         return SentenceKind.FRAMING
     return judge(sentence)
+
+
+@functools.lru_cache(maxsize=_CACHED)
+def _framing_where(sentence: str, where: Place) -> bool:
+    """Framing by where it sits: a signature or a wish closing the answer."""
+    if where in _CLOSING_PLACES and _signs_off(sentence):
+        return True
+    return where is Place.CLOSING and _wishes(sentence)
 
 
 def _plain(sentence: str) -> str:
@@ -964,11 +978,6 @@ def _plain(sentence: str) -> str:
     ``translate`` (a plug-in's, a test's) must not lie to the bound or raise in the cache."""
     return sentence if type(sentence) is str else str.__getitem__(sentence, slice(None))
 
-
-# Answers repeat their framing word for word ("Hope this helps!"): a bounded cache of recent
-# sentences (at most _CACHED x MAX_CHARS characters) answers those in a fraction of a
-# microsecond.
-_CACHED = 4096
 
 # --- where a sentence sits in its answer ------------------------------------------------------
 # A sentence alone cannot tell every signature line from a list item or a table row ("Regards,
@@ -995,7 +1004,11 @@ _BOT_NAME = re.compile(r"(?:[\u2013\u2014] ?)?[A-Za-z]{0,30}[Bb]ot")
 # joins words unspaced and separates them spaced.
 _EDGE_CLOSING = (
     _CLOSING + r"|un saludo|saludos|atentamente|cordialement|dhanyavaa?d|grazie|danke|gracias|"
-    r"obrigad[oa]|merci|mit freundlichen gr\u00fc(?:\u00df|ss)en|viele gr\u00fc(?:\u00df|ss)e"
+    r"obrigad[oa]|merci|mit freundlichen gr\u00fc(?:\u00df|ss)en|viele gr\u00fc(?:\u00df|ss)e|"
+    r"met vriendelijke groet(?:en)?|(?:hartelijke )?groet(?:en|jes)|abra\u00e7os|beijos|"
+    r"cumprimentos|pozdrawiam(?: serdecznie)?|z powa\u017caniem|ng\u0101 mihi|"
+    r"(?:med )?v\u00e4nliga? h\u00e4lsning(?:ar)?|h\u00e4lsningar|(?:cordiali|distinti) saluti|"
+    r"un abrazo|bien \u00e0 vous|bien cordialement|sch\u00f6ne gr\u00fc(?:\u00df|ss)e"
 )
 _EDGE_NAME_WORD = (
     r"(?:[a-z]{1,3}-)?[A-Z\u00c0-\u00d6\u00d8-\u00de][^\W_]*(?:['\u2019.-][^\W_]+)*\.?|&|from|"
@@ -1017,6 +1030,38 @@ def _is_signature(sentence: str) -> bool:
         return True
     bare = _undecorated(raw)
     return bare != raw and _BOT_NAME.fullmatch(bare) is not None
+
+
+# A short exclamation of wishes closing an answer, in the languages answers close in ("Gute
+# Fahrt!", "Sweet dreams!", "Boas pedaladas!"): a wish word first, at most four words, no
+# figure, nothing that states ("Have free shipping!"). Only wish words: a short exclamation
+# answers as often ("Envío gratis!", "Nein!", "Zero fees!").
+_WISH = re.compile(r"\W*[^\W\d_]+(?:[^\w\d]+[^\W\d_]+){0,3}\s*!+[^\w\d]*")
+_WISH_WORDS = re.compile(
+    r"(?:have|enjoy|good|safe|happy|merry|stay|sweet|fair|best|see|talk|catch|speak|until|"
+    r"thanks|thank|cheers|pozdrawiam|"
+    r"congrats|congratulations|bon|bonne|bonnes|bons|\u00e0|au|gute|guten|gutes|sch\u00f6ne[nrs]?|"
+    r"viel|frohe[ns]?|bis|boa|boas|bom|at\u00e9|feliz|felices|buen|buena|buenas|buenos|hasta|"
+    r"buon|buona|buone|fijne|fijn|prettige|veel|tot|mukavaa|hyv\u00e4\u00e4|trevlig|trevligt|"
+    r"lycka|mi\u0142ego|powodzenia|udanego|dobrego|smacznego)\b"
+)
+_WISH_CHARS = 80
+_STATES = re.compile(
+    r"\b(?:is|are|was|were|it's|that's|there's|they're|you're|we're|free|gratis|no|not|zero|"
+    r"only)\b"
+)
+
+
+def _wishes(sentence: str) -> bool:
+    """A closing wish: a short exclamation of a wish word that states nothing."""
+    raw = sentence.strip()
+    if len(raw) > _WISH_CHARS:
+        return False
+    raw = _undecorated(raw)
+    if _WISH.fullmatch(raw) is None:
+        return False
+    text, _ = _normalise(raw)
+    return _WISH_WORDS.match(text) is not None and _STATES.search(text) is None
 
 
 def _signs_off(sentence: str) -> bool:
@@ -1064,9 +1109,42 @@ def _classify(sentence: str) -> SentenceKind:
 
 @functools.lru_cache(maxsize=_CACHED)
 def _classify_hybrid(sentence: str) -> SentenceKind:
-    if _classify(sentence) is SentenceKind.FRAMING or shipped_model().is_framing(sentence):
+    if _classify(sentence) is SentenceKind.FRAMING:
+        return SentenceKind.FRAMING
+    if not _is_bare_answer(sentence) and shipped_model().is_framing(sentence):
         return SentenceKind.FRAMING
     return SentenceKind.CLAIM
+
+
+def _is_bare_answer(sentence: str) -> bool:
+    """A short answer ("Yes!", "Nope!", "Totally free!", "Fully covered!"): the model has
+    learned that an exclamation mark is framing ("Thanks!", "Happy cycling!") and must not
+    overrule a sentence of at most four words that holds a word that answers."""
+    if len(sentence) > _SHORT_ANSWER_CHARS:
+        return False
+    if _BARE_ANSWER.fullmatch(sentence) is not None:
+        return True
+    if len(sentence.split()) > _SHORT_ANSWER_WORDS:
+        return False
+    return any(word in _ANSWER_WORDS for word in _ANSWER_WORD_SPLIT.findall(sentence.casefold()))
+
+
+# A bare answer, with its punctuation and emoji around it.
+_BARE_ANSWER = re.compile(r"[\W_]{0,8}(?i:" + "|".join(sorted(_BARE_ANSWERS)) + r")[\W_]{0,8}")
+_SHORT_ANSWER_CHARS = 60
+_SHORT_ANSWER_WORDS = 4
+_ANSWER_WORD_SPLIT = re.compile(r"[^\W\d_]+")
+# The words of a short answer: what is or is not included, allowed, charged (bare answers but
+# "yes" and "no", which open framing as often: "No worries!", "Yes, happy to help!").
+_ANSWER_WORDS = (
+    _BARE_ANSWERS
+    - {"yes", "no", "yeah", "yep", "nope", "both", "either", "neither", "never", "always", "true",
+       "false", "correct", "none"}
+) | {
+    "covered", "allowed", "available", "permitted", "refundable", "gratis", "gratuit",
+    "gratuite", "kostenlos", "zero", "waterproof", "supported", "unsupported", "excluded",
+    "mandatory",
+}  # fmt: skip
 
 
 # --- configuration ---------------------------------------------------------------------------
