@@ -48,7 +48,13 @@ DATA = ROOT / "tests" / "data" / "coverage" / "sentences.jsonl"
 ANSWERS = ROOT / "tests" / "data" / "coverage" / "answers.jsonl"
 sys.path.insert(0, str(ROOT / "tests"))
 
-from labelled_sets import AnswerScores, answer_scores, measure_sets  # noqa: E402
+from labelled_sets import (  # noqa: E402
+    AnswerScores,
+    answer_scores,
+    measure_sets,
+    second_reader_scores,
+    second_readings,
+)
 
 MEASURE_SETS = measure_sets(ANSWERS.parent)
 
@@ -211,6 +217,24 @@ def main() -> None:
             f"  the {len(MEASURE_SETS)} sets answers_measure*.jsonl together "
             + pooled.line("measure")
         )
+    # the same sets labelled again by a second reader, blind to the first labels: how far
+    # people agree, and what a reader's flags are worth against the first labels
+    readings = [
+        (path, *second_reader_scores(path, second))
+        for path, second in second_readings(ANSWERS.parent)
+    ]
+    for path, scores, agree in readings:
+        print(
+            f"  {path.name}, a second reader: labels agree on {agree} of {scores.sentences}; "
+            + scores.line("measure")
+        )
+    if readings:
+        together = AnswerScores.pooled(scores for _, scores, _ in readings)
+        classified = AnswerScores.pooled(
+            answer_scores(path, "measure", classifier) for path, _, _ in readings
+        )
+        print(f"  those {len(readings)} sets, a second reader " + together.line("measure"))
+        print(f"  those {len(readings)} sets, the classifier " + classified.line("measure"))
     if args.show_tune_failures:
         for row in rows:
             if row["split"] == "tune" and classifier.classify(row["text"]) != row["label"]:

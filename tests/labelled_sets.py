@@ -11,7 +11,14 @@ from typing import Any
 from exporter.checks.claims import SentenceClassifier
 from exporter.checks.coverage import check_coverage
 
-__all__ = ["AnswerScores", "answer_scores", "measure_sets", "precision_recall"]
+__all__ = [
+    "AnswerScores",
+    "answer_scores",
+    "measure_sets",
+    "precision_recall",
+    "second_reader_scores",
+    "second_readings",
+]
 
 
 def precision_recall(
@@ -88,33 +95,68 @@ def measure_sets(data: Path) -> list[Path]:
     return sorted(data.glob("answers_measure*.jsonl"))
 
 
+def second_readings(data: Path) -> list[tuple[Path, Path]]:
+    """The measure sets a second reader labelled, each with its labels (ANSWERS.md)."""
+    return [(data / second.name, second) for second in sorted(data.glob("second_reader/*.jsonl"))]
+
+
 def answer_scores(path: Path, split: str, classifier: SentenceClassifier) -> AnswerScores:
     """Scores of ``classifier`` on one split of a JSONL set of labelled answers (ANSWERS.md),
     each answer put through coverage itself (which tells the classifier where each sentence
     sits, when it asks)."""
-    framing = framing_right = claims = claims_right = flagged = flagged_right = uncited = 0
+    said: list[tuple[bool, bool, bool]] = []
+    for answer in _answers(path):
+        if answer["split"] != split:
+            continue
+        sentences = answer["sentences"]
+        cited = {index for index, sentence in enumerate(sentences) if sentence["cited"]}
+        verdict = check_coverage(
+            answer["id"], None, [s["text"] for s in sentences], cited, classifier
+        )
+        said_claim = set(verdict.claims)
+        said += [
+            (sentence["label"] == "claim", sentence["cited"], index in said_claim)
+            for index, sentence in enumerate(sentences)
+        ]
+    return _scores(said)
+
+
+def second_reader_scores(path: Path, second: Path) -> tuple[AnswerScores, int]:
+    """A second reader's labels of the measure set at ``path`` (``second``: one
+    ``{"id", "labels"}`` line an answer, written blind to the first labels, ANSWERS.md) scored
+    as a classifier against the first, as coverage would flag them; and on how many sentences
+    the two agree."""
+    labels = {row["id"]: row["labels"] for row in _answers(second)}
+    said: list[tuple[bool, bool, bool]] = []
+    agree = 0
+    for answer in _answers(path):
+        theirs = labels[answer["id"]]
+        if len(theirs) != len(answer["sentences"]):
+            raise ValueError(f"{second.name}: {answer['id']} has {len(theirs)} labels")
+        for sentence, label in zip(answer["sentences"], theirs, strict=True):
+            truth = sentence["label"] == "claim"
+            agree += truth == (label == "claim")
+            said.append((truth, sentence["cited"], sentence["cited"] or label == "claim"))
+    return _scores(said), agree
+
+
+def _answers(path: Path) -> list[dict[str, Any]]:
     with path.open(encoding="utf-8") as lines:
-        for line in lines:
-            answer = json.loads(line)
-            if answer["split"] != split:
-                continue
-            sentences = answer["sentences"]
-            cited = {index for index, sentence in enumerate(sentences) if sentence["cited"]}
-            verdict = check_coverage(
-                answer["id"], None, [s["text"] for s in sentences], cited, classifier
-            )
-            said_claim = set(verdict.claims)
-            for index, sentence in enumerate(sentences):
-                claim = index in said_claim
-                truth = sentence["label"] == "claim"
-                framing += not truth
-                framing_right += not truth and not claim
-                claims += truth
-                claims_right += truth and claim
-                uncited += truth and not sentence["cited"]
-                if claim and not sentence["cited"]:
-                    flagged += 1
-                    flagged_right += truth
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+def _scores(said: Iterable[tuple[bool, bool, bool]]) -> AnswerScores:
+    """The counts of sentences given as (labelled a claim, cited, said to be a claim)."""
+    framing = framing_right = claims = claims_right = flagged = flagged_right = uncited = 0
+    for truth, cited, claim in said:
+        framing += not truth
+        framing_right += not truth and not claim
+        claims += truth
+        claims_right += truth and claim
+        uncited += truth and not cited
+        if claim and not cited:
+            flagged += 1
+            flagged_right += truth
     return AnswerScores(
         framing, framing_right, claims, claims_right, uncited, flagged, flagged - flagged_right
     )

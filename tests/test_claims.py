@@ -15,7 +15,13 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from labelled_sets import answer_scores, measure_sets, precision_recall
+from labelled_sets import (
+    answer_scores,
+    measure_sets,
+    precision_recall,
+    second_reader_scores,
+    second_readings,
+)
 
 from exporter.checks import claims, claims_model
 from exporter.checks.claims import (
@@ -260,6 +266,21 @@ def test_each_set_of_blind_answers_has_the_shape_answers_md_gives(path: Path) ->
             assert sentence["label"] in {"claim", "framing"}, answer["id"]
             assert type(sentence["cited"]) is bool, answer["id"]
             assert not (sentence["cited"] and sentence["label"] == "framing"), answer["id"]
+
+
+@pytest.mark.parametrize(
+    ("path", "second"), second_readings(ANSWERS.parent), ids=lambda path: path.name
+)
+def test_a_second_reader_agrees_with_the_labels_of_a_measure_set(path: Path, second: Path) -> None:
+    """The precision goal is read against one writer's labels; a second reader, labelling the
+    same answers blind (ANSWERS.md), agrees on 98.8% and 99.2% of their sentences, and their
+    flags would meet the goal (0.949 and 0.968): what is missing is the classifier's, not the
+    labels' (2026-12-07). A reading for another set, or a changed label, must keep that so."""
+    scores, agree = second_reader_scores(path, second)
+    assert scores.sentences > 800
+    assert agree / scores.sentences >= 0.98, f"{agree} of {scores.sentences}"
+    assert scores.uncited_precision >= 0.90, scores.line("measure")
+    assert scores.claim_recall >= 0.98, scores.line("measure")
 
 
 # The single labelled sentences' measure split, with the hybrid: claim precision 1.000 and
