@@ -1036,7 +1036,7 @@ def _is_signature(sentence: str) -> bool:
 # Fahrt!", "Sweet dreams!", "Boas pedaladas!"): a wish word first, at most four words, no
 # figure, nothing that states ("Have free shipping!"). Only wish words: a short exclamation
 # answers as often ("Envío gratis!", "Nein!", "Zero fees!").
-_WISH = re.compile(r"\W*[^\W\d_]+(?:[^\w\d]+[^\W\d_]+){0,3}\s*!+[^\w\d]*")
+_WISH = re.compile(r"\W*[^\W\d_]+(?:\W+[^\W\d_]+){0,3}\s*!+\W*")
 _WISH_WORDS = re.compile(
     r"(?:have|enjoy|good|safe|happy|merry|stay|sweet|fair|best|see|talk|catch|speak|until|"
     r"thanks|thank|cheers|pozdrawiam|"
