@@ -321,6 +321,7 @@ class ExporterProcess:
             "CITATION_EXPORTER_GROUP_ID": f"group-{topics.answers}",
             **{f"CITATION_EXPORTER_{k.upper()}": v for k, v in settings.items()},
         }
+        self.log_path = log
         self._log = open(log, "ab")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
             [
@@ -375,7 +376,15 @@ class ExporterProcess:
             if value >= at_least:
                 return value
             time.sleep(0.25)
-        raise AssertionError(f"{name}{labels} reached only {value}, wanted {at_least}")
+        raise AssertionError(
+            f"{name}{labels} reached only {value}, wanted {at_least}\n{self.log_tail()}"
+        )
+
+    def log_tail(self, lines: int = 40) -> str:
+        """The exporter's last log lines: what a failed wait needs to be understood."""
+        self._log.flush()
+        tail = self.log_path.read_text(errors="replace").splitlines()[-lines:]
+        return "exporter log, last lines:\n" + "\n".join(tail)
 
     def stop(self, sig: int = signal.SIGTERM, seconds: float = 30.0) -> int:
         if self.process.poll() is None:
