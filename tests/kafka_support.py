@@ -321,7 +321,7 @@ class ExporterProcess:
             "CITATION_EXPORTER_GROUP_ID": f"group-{topics.answers}",
             **{f"CITATION_EXPORTER_{k.upper()}": v for k, v in settings.items()},
         }
-        self.log_path = log
+        self._log_path = log
         self._log = open(log, "ab")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
             [
@@ -381,9 +381,11 @@ class ExporterProcess:
         )
 
     def log_tail(self, lines: int = 40) -> str:
-        """The exporter's last log lines: what a failed wait needs to be understood."""
-        self._log.flush()
-        tail = self.log_path.read_text(errors="replace").splitlines()[-lines:]
+        """The exporter's last log lines (from its last 64 KiB: the process writes the file
+        itself), what a failed wait needs to be understood."""
+        with self._log_path.open("rb") as log:
+            log.seek(max(0, log.seek(0, os.SEEK_END) - 65_536))
+            tail = log.read().decode(errors="replace").splitlines()[-lines:]
         return "exporter log, last lines:\n" + "\n".join(tail)
 
     def stop(self, sig: int = signal.SIGTERM, seconds: float = 30.0) -> int:
