@@ -16,6 +16,7 @@ from exporter.checks.normalize import (
     _fold_unit,
     fold,
     fold_with_map,
+    folded_part,
     refold,
 )
 
@@ -336,3 +337,36 @@ def test_an_ascii_text_that_folds_to_its_own_length_folds_offset_for_offset(text
     for start in range(len(text)):
         for end in range(start + 1, len(text) + 1):
             assert mapped.to_raw(start, end) == (start, end)
+
+
+@given(any_text, any_text, any_text)
+def test_a_part_that_folds_apart_is_a_slice_of_the_whole_fold_with_the_same_map(
+    before: str, middle: str, after: str
+) -> None:
+    """The near-span search reads a window of its document's fold instead of folding the window
+    (exporter.checks.nearby): only right if the window's fold and its map back are the ones
+    folding the window alone gives, wherever folded_part says it can."""
+    text = before + middle + after
+    start, end = len(before), len(before) + len(middle)
+    whole = fold_with_map(text)
+    part = folded_part(whole, text, start, end)
+    if part is None:
+        return
+    alone = fold_with_map(middle)
+    assert whole.text[part[0] : part[1]] == alone.text == fold(middle)
+    for at in range(len(alone.text)):
+        for stop in range(at + 1, len(alone.text) + 1):
+            raw = whole.to_raw(part[0] + at, part[0] + stop)
+            expected = alone.to_raw(at, stop)
+            assert (raw[0] - start, raw[1] - start) == expected
+
+
+def test_a_part_is_refused_where_a_unit_crosses_its_ends() -> None:
+    text = "the exam-\nple here and  spaced"
+    whole = fold_with_map(text)
+    assert folded_part(whole, text, 0, text.index("\n")) is None  # inside a hyphenated break
+    assert folded_part(whole, text, 0, text.index("  ") + 1) is None  # inside a run of spaces
+    assert folded_part(whole, text, 0, 3) is None  # beside a space, which folds with its run
+    assert folded_part(whole, text, 0, 2) == (0, 2)
+    assert folded_part(whole, text, 5, len(text)) == (5, len(whole.text))
+    assert folded_part(whole, text + "x", 0, 3) is None  # not the text folded

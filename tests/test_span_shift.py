@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from exporter.checks import nearby
 from exporter.checks.compare import FoldedQuote
 from exporter.checks.engine import Policy, check_citation
-from exporter.checks.normalize import fold
+from exporter.checks.normalize import fold, fold_with_map
 from exporter.checks.verdict import FailedCheck, Status
 
 POLICY = Policy()
@@ -283,3 +283,62 @@ def test_occurrences_that_fold_back_to_another_text_count_against_the_bound(
     found = nearby.quote_nearby(FoldedQuote("I" * 1_001), text, 0, 8_000, 98.0)
     assert not found.held and not found.places
     assert len(calls) <= 20
+
+
+# Pieces of text that exercise the folding rules at a window's ends: runs of spaces, line
+# breaks, hyphenated breaks, dashes, ligatures, combining marks, CJK and invisible characters.
+_PIECES = st.sampled_from(
+    ["the", "refund", "30", " ", "  ", "\n", "\n\n", "-", "--", "exam-\nple", "\u2014",
+     "\u00a0", "\ufb01", "e\u0301", "\u65e5\u672c", ".", ",", "\u00ad", "\u200b", "\t"]
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    pieces=st.lists(_PIECES, min_size=4, max_size=90),
+    cut=st.tuples(st.floats(0, 0.5), st.floats(0.5, 1)),
+    quoted=st.tuples(st.floats(0, 1), st.integers(1, 40)),
+    shift=st.integers(-12, 12),
+)
+def test_the_search_near_a_span_reads_the_folded_document_as_it_reads_the_window(
+    pieces: list[str],
+    cut: tuple[float, float],
+    quoted: tuple[float, int],
+    shift: int,
+) -> None:
+    """A span of the live version is looked for near itself in its document's fold (which its
+    relocation folds anyway), not in a fold of the window: the answer must be the same."""
+    document = "".join(pieces)
+    chunk_start, chunk_end = int(cut[0] * len(document)), int(cut[1] * len(document))
+    chunk = document[chunk_start:chunk_end]
+    quote_start = int(quoted[0] * len(chunk))
+    quote = FoldedQuote(chunk[quote_start : quote_start + quoted[1]])
+    start = min(max(0, quote_start + shift), len(chunk))
+    end = min(start + len(quote.raw), len(chunk))
+    host = nearby.FoldedHost(document, fold_with_map(document), chunk_start)
+    alone = nearby.quote_nearby(quote, chunk, start, end, 98.0)
+    hosted = nearby.quote_nearby(quote, chunk, start, end, 98.0, lambda: host)
+    assert (hosted.held, hosted.places) == (alone.held, alone.places)
+
+
+def test_a_shifted_span_of_the_live_version_maps_back_through_its_folded_document(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A span found shifted in the live version maps back through the document view's fold
+    (its relocation folds the document anyway); only a superseded one (whose document is
+    never relocated) builds the window's own offset map."""
+    maps: list[str] = []
+    real = nearby.fold_with_map
+    monkeypatch.setattr(nearby, "fold_with_map", lambda t: maps.append(t) or real(t))
+    # a line break in the window: it folds to fewer characters, so it needs a map back
+    text = "\u00a7" + BEFORE.replace(". ", ".\n\n") + QUOTE + AFTER
+    start = len(BEFORE.replace(". ", ".\n\n"))
+    store = store_of(chunk_record("d", 0, text, doc_offset=0))
+    verdict = check_citation(citation(QUOTE, "d#0", start), store, POLICY)
+    assert verdict.reason == "span_shifted" and verdict.repair is not None
+    assert verdict.repair.shift == 1
+    assert maps == []
+    store = store_of(chunk_record("d", 0, text, doc_version="v2"))
+    verdict = check_citation(citation(QUOTE, "d#0", start), store, POLICY)
+    assert verdict.status is Status.SUPERSEDED and verdict.reason == "span_shifted"
+    assert len(maps) == 1

@@ -30,7 +30,7 @@ from typing import Any
 from exporter.checks.claims import HybridClassifier, SentenceClassifier
 from exporter.checks.compare import FoldedQuote
 from exporter.checks.coverage import CoverageCheck
-from exporter.checks.nearby import span_check
+from exporter.checks.nearby import FoldedHost, span_check
 from exporter.checks.plugins import AnswerCheck, CitationCheck
 from exporter.checks.relocate import FOUND, UNIQUE, Budget, Place, PositionHint, relocate
 from exporter.checks.store import ChunkStore, DocumentView
@@ -179,6 +179,22 @@ def cited_as(citation: Citation) -> CitedAs:
     return CitedAs(citation.chunk_id, citation.start, citation.end, digest)
 
 
+class _HostOf:
+    """The cited chunk's folded document, looked up only if the search near its span asks."""
+
+    __slots__ = ("chunk", "doc_id", "store")
+
+    def __init__(self, store: ChunkStore, doc_id: str, chunk: Chunk) -> None:
+        self.store, self.doc_id, self.chunk = store, doc_id, chunk
+
+    def __call__(self) -> FoldedHost | None:
+        view = self.store.document(self.doc_id)
+        placement = None if view is None else view.placement(self.chunk.chunk_id)
+        if view is None or placement is None or placement.chunk is not self.chunk:
+            return None
+        return FoldedHost(view.text, view.folded, placement.start)
+
+
 def check_citation(citation: Citation, store: ChunkStore, policy: Policy) -> Verdict:
     """Check one citation against the live store and decide what should happen to it."""
     live_version = store.live_version(citation.doc_id)
@@ -216,6 +232,13 @@ def check_citation(citation: Citation, store: ChunkStore, policy: Policy) -> Ver
                 (citation.start, citation.end),
                 threshold=policy.threshold,
                 max_quote_chars=policy.limits.max_quote_chars,
+                # a span of the live version that has moved is relocated in its folded
+                # document next: the search near the span reads it there too
+                host=(
+                    _HostOf(store, citation.doc_id, cited)
+                    if citation.doc_version == live_version
+                    else None
+                ),
             )
         if matches:  # the common case, built without _verdict's keyword arguments
             return Verdict(

@@ -33,7 +33,15 @@ from array import array
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
-__all__ = ["FoldedText", "fold", "fold_with_map", "refold"]
+__all__ = [
+    "FoldedText",
+    "can_cut",
+    "fold",
+    "fold_with_map",
+    "folded_offset",
+    "folded_part",
+    "refold",
+]
 
 # Characters that are deleted outright (they carry no text).
 _INVISIBLE = "\u00ad\u200b\u200c\u200d\u2060\ufeff"
@@ -317,11 +325,15 @@ _MAX_BOUNDARY_SCAN = 4096
 _COMPARE_BLOCK = 1 << 16
 
 
-def _safe(text: str, at: int) -> bool:
-    """Whether folding ``text[:at]`` and ``text[at:]`` apart gives the fold of ``text``."""
+def can_cut(text: str, at: int) -> bool:
+    """Whether folding ``text[:at]`` and ``text[at:]`` apart gives the fold of ``text``: true
+    at either end and between two characters that no unit folds with a neighbour."""
     if at <= 0 or at >= len(text):
         return True
-    return _NOT_PLAIN.match(text[at - 1]) is None and _NOT_PLAIN.match(text[at]) is None
+    before, after = text[at - 1], text[at]
+    if before.isalnum() and after.isalnum():  # letters and digits are plain: no expression
+        return True
+    return _NOT_PLAIN.match(before) is None and _NOT_PLAIN.match(after) is None
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -360,6 +372,27 @@ def _common_suffix(a: str, b: str, limit: int) -> int:
         else:
             high = middle - 1
     return low
+
+
+def folded_part(folded: FoldedText, text: str, start: int, end: int) -> tuple[int, int] | None:
+    """Where ``fold(text[start:end])`` sits in ``folded`` (the fold of ``text``), when both ends
+    are boundaries that fold apart (:func:`can_cut`); None when either is not (a unit folded
+    with its neighbours, such as a run of spaces or a hyphenated line break, may cross it).
+
+    Lets a search near a span read the folded document it already has instead of folding a
+    window of it again: between such boundaries the folded window is a slice of ``folded``, and
+    its map back to ``text`` is ``folded``'s own."""
+    if not (0 <= start <= end <= len(text)) or folded.raw_length != len(text):
+        return None
+    if not (can_cut(text, start) and can_cut(text, end)):
+        return None
+    return folded_offset(folded, start), folded_offset(folded, end)
+
+
+def folded_offset(folded: FoldedText, at: int) -> int:
+    """The folded offset of raw offset ``at``, a boundary that folds apart (see
+    :func:`folded_part`, which checks that it is)."""
+    return _raw_to_folded(folded, at)
 
 
 def _raw_to_folded(folded: FoldedText, at: int) -> int:
@@ -440,7 +473,7 @@ def refold(previous: FoldedText, previous_text: str, text: str) -> FoldedText:
         (
             at
             for at in range(prefix, max(-1, prefix - _MAX_BOUNDARY_SCAN), -1)
-            if _safe(text, at) and _safe(previous_text, at)
+            if can_cut(text, at) and can_cut(previous_text, at)
         ),
         None,
     )
@@ -449,7 +482,7 @@ def refold(previous: FoldedText, previous_text: str, text: str) -> FoldedText:
         (
             at
             for at in range(changed_end, min(len(text), changed_end + _MAX_BOUNDARY_SCAN) + 1)
-            if _safe(text, at) and _safe(previous_text, at - shift)
+            if can_cut(text, at) and can_cut(previous_text, at - shift)
         ),
         None,
     )

@@ -38,8 +38,8 @@ MAX_VIEW_BYTES = 256 * 1024 * 1024
 # Joins chunks whose document offsets are unknown: whitespace, so a quote running from one chunk
 # into the next is still found (and reported as straddling).
 _SEPARATOR = "\n"
-# A Placement and its slot in the view's tuples.
-_PLACEMENT_BYTES = 72
+# A Placement, its slot in the view's tuples and its entry in the view's dict by chunk.
+_PLACEMENT_BYTES = 136
 # Padding between chunks placed by offset is allowed up to the chunks' own text (or this much).
 _MIN_PADDING_ALLOWED = 4096
 
@@ -67,12 +67,18 @@ class DocumentView:
     has_doc_offsets: bool
     _starts: tuple[int, ...] = field(init=False)
     _longest: int = field(init=False)
+    _by_chunk: dict[str, Placement] = field(init=False)
     _folded: FoldedText | None = field(default=None, init=False)
     _fingerprint: str | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self._starts = tuple(p.start for p in self.placements)
         self._longest = max((len(p.chunk.text) for p in self.placements), default=0)
+        self._by_chunk = {p.chunk.chunk_id: p for p in self.placements}
+
+    def placement(self, chunk_id: str) -> Placement | None:
+        """Where the chunk ``chunk_id`` sits in this view (None: not a chunk of it)."""
+        return self._by_chunk.get(chunk_id)
 
     @property
     def folded(self) -> FoldedText:
