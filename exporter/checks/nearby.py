@@ -157,7 +157,9 @@ def quote_nearby(  # noqa: PLR0917 - a quote, where it was, and how far to look
         if at == -1:
             return Nearby(False, tuple(places))
         place = trimmed(text, *window.to_raw(at, at + len(needle)))
-        if fold(text[place[0] : place[1]]).strip() == quote.text:
+        found = text[place[0] : place[1]]
+        # the raw quote itself folds to the quote: only another text there is folded again
+        if found == quote.raw or fold(found).strip() == quote.text:
             if place == span or _inside_with_punctuation(text, place, span):
                 return Nearby(True, ())
             places.append(place)

@@ -195,11 +195,13 @@ def _verbatim_places(quote: FoldedQuote, view: DocumentView, budget: Budget) -> 
             continue
         seen.add((start, end))
         budget.check()  # each place is folded again: a long quote in a repetitive text
-        if fold(view.text[start:end]).strip() != quote.text:
+        # the raw quote itself there folds to the quote: only another text is folded again
+        verbatim = start in exact and end - start == len(quote.raw)
+        if not verbatim and fold(view.text[start:end]).strip() != quote.text:
             # the occurrence ends or starts inside one folded character, which maps back whole:
             # "Stage I" inside "Stage \u2161" (folded "Stage II") is another statement
             continue
-        method = "exact" if start in exact and end - start == len(quote.raw) else "normalised"
+        method = "exact" if verbatim else "normalised"
         places.append(Place(start, end, at, at + length, 100.0, method))
     return places
 
