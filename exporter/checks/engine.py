@@ -180,7 +180,9 @@ def cited_as(citation: Citation) -> CitedAs:
 
 
 class _HostOf:
-    """The cited chunk's folded document, looked up only if the search near its span asks."""
+    """The cited chunk's folded document, looked up only if the search near its span asks, and
+    only if its view is built already: the search may find the quote held at the span, and a
+    citation that passes must not fold its whole document (a megabyte: half a second)."""
 
     __slots__ = ("chunk", "doc_id", "store")
 
@@ -188,7 +190,7 @@ class _HostOf:
         self.store, self.doc_id, self.chunk = store, doc_id, chunk
 
     def __call__(self) -> FoldedHost | None:
-        view = self.store.document(self.doc_id)
+        view = self.store.viewed(self.doc_id)
         placement = None if view is None else view.placement(self.chunk.chunk_id)
         if view is None or placement is None or placement.chunk is not self.chunk:
             return None
@@ -233,7 +235,8 @@ def check_citation(citation: Citation, store: ChunkStore, policy: Policy) -> Ver
                 threshold=policy.threshold,
                 max_quote_chars=policy.limits.max_quote_chars,
                 # a span of the live version that has moved is relocated in its folded
-                # document next: the search near the span reads it there too
+                # document next: the search near the span maps back through its fold when one
+                # is built (a span found held has no relocation to pay for it)
                 host=(
                     _HostOf(store, citation.doc_id, cited)
                     if citation.doc_version == live_version

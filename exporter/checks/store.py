@@ -264,6 +264,15 @@ class ChunkStore:
             self._forget_view(next(iter(self._views)))
         return view
 
+    def viewed(self, doc_id: str) -> DocumentView | None:
+        """The live document's view only if one is built and current (folded, as every view
+        is once built): for a reader that can use a fold but must not pay for one."""
+        cached = self._views.get(doc_id)
+        if cached is None or cached[2]:
+            return None
+        self._views.move_to_end(doc_id)
+        return cached[0]
+
     @property
     def view_bytes(self) -> int:
         """Memory held by cached document views."""
