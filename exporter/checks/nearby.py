@@ -20,9 +20,9 @@ too little to score the threshold, and the quote check fails without help. It is
 longer of the raw quote and the raw span, so whitespace that folding collapses (tabs expanded
 into spaces, justified text) widens it as it widens the shift. The work is one fold of a window
 about the quote's length, paid only by spans that do not hold their quote verbatim; a copy found
-in it maps back to the chunk through the document's fold when the engine has one to give (a
-span of the live version, whose relocation folds the document anyway), not through an offset
-map built for the window.
+in it maps back to the chunk through the document's fold when the engine has one built (a span
+of the live version of a document an earlier relocation folded), not through an offset map
+built for the window.
 
 :func:`span_check` is that whole check, the one the engine runs and the scenario generator's
 ground truth applies.
