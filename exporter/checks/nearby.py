@@ -35,7 +35,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from exporter.checks.compare import FoldedQuote, span_too_long, text_matches
-from exporter.checks.normalize import FoldedText, can_cut, fold, fold_with_map, folded_offset
+from exporter.checks.normalize import FoldedText, can_cut, fold, fold_with_map, folded_part
 
 __all__ = [
     "NEAR_SLACK",
@@ -75,9 +75,9 @@ def near_window(
 
 
 class FoldedHost(NamedTuple):
-    """The cited chunk's document, folded once for all its citations (a document view's): the
-    search reads its window there instead of folding the window again. A drifted citation's
-    relocation folds the whole document anyway, so the search costs a slice and two lookups."""
+    """The cited chunk's document, folded once for all its citations (a document view's): a
+    copy found near a span maps back to the chunk through this fold, instead of through an
+    offset map built for the window (the costliest step of a search that finds one)."""
 
     text: str  # the document's text
     folded: FoldedText  # its fold
@@ -242,11 +242,14 @@ class _Window:
         inner_hi = _first_cut(document, range(last, max(first, last - _EDGE_CHARS) - 1, -1))
         if inner_lo is None or inner_hi is None or inner_lo >= inner_hi:
             return None
+        part = folded_part(host.folded, document, inner_lo, inner_hi)
+        if part is None:
+            return None
         self._host = host
         # the window folds as its three parts folded apart: the cuts fold apart in it too
         before = len(fold(document[first:inner_lo])) if inner_lo > first else 0
         after = len(fold(document[inner_hi:last])) if inner_hi < last else 0
-        return before, len(self.folded) - after, folded_offset(host.folded, inner_lo)
+        return before, len(self.folded) - after, part[0]
 
 
 def span_check(

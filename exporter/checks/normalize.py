@@ -38,7 +38,6 @@ __all__ = [
     "can_cut",
     "fold",
     "fold_with_map",
-    "folded_offset",
     "folded_part",
     "refold",
 ]
@@ -386,13 +385,7 @@ def folded_part(folded: FoldedText, text: str, start: int, end: int) -> tuple[in
         return None
     if not (can_cut(text, start) and can_cut(text, end)):
         return None
-    return folded_offset(folded, start), folded_offset(folded, end)
-
-
-def folded_offset(folded: FoldedText, at: int) -> int:
-    """The folded offset of raw offset ``at``, a boundary that folds apart (see
-    :func:`folded_part`, which checks that it is)."""
-    return _raw_to_folded(folded, at)
+    return _raw_to_folded(folded, start), _raw_to_folded(folded, end)
 
 
 def _raw_to_folded(folded: FoldedText, at: int) -> int:
