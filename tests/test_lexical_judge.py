@@ -190,10 +190,11 @@ def test_entailed_only_when_the_evidence_is_the_claim() -> None:
 
 def test_too_long_to_read_is_unknown_and_quick() -> None:
     megabyte = "Refunds take 30 days. " * 50_000
-    started = time.perf_counter()
+    # CPU seconds: the time a loaded machine descheduled the test is not the judge's
+    started = time.process_time()
     long_claim = judge.judge(megabyte, "Refunds take 60 days.")
     long_evidence = judge.judge("Refunds take 60 days.", megabyte)
-    assert time.perf_counter() - started < 0.5
+    assert time.process_time() - started < 0.5
     assert long_claim.result is UNKNOWN and long_evidence.result is UNKNOWN
     assert long_claim.reason is not None and "claim too long" in long_claim.reason
     assert long_evidence.reason is not None and "evidence too long" in long_evidence.reason
@@ -216,9 +217,11 @@ def test_too_long_to_read_is_unknown_and_quick() -> None:
     ],
 )
 def test_hostile_pairs(claim: str, evidence: str) -> None:
-    started = time.perf_counter()
+    # CPU seconds, 25 times the slowest pair's 20 ms here: a CI run under load once took 0.63 s
+    # of wall time on one of them, descheduled
+    started = time.process_time()
     judgement = judge.judge(claim, evidence)
-    assert time.perf_counter() - started < 0.5  # generous: a CI machine under load
+    assert time.process_time() - started < 0.5
     assert judgement.result in (ENTAILED, NOT_ENTAILED, UNKNOWN)
     assert judgement.reason is not None and len(judgement.reason) <= MAX_REASON_CHARS
     judgement.reason.encode("utf-8")  # built from parsed values, so never a lone surrogate

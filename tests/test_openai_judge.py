@@ -276,17 +276,17 @@ def test_texts_cannot_close_their_delimiters_or_break_the_encoding() -> None:
 def test_a_crafted_reply_is_read_quickly(reply: str) -> None:
     """Found by review: the code-fence pattern backtracked on blanks, 20 s for a 4 KB reply,
     inside the event loop the inline checks share."""
-    started = time.perf_counter()
+    started = time.process_time()  # CPU seconds: time a loaded machine descheduled us is not ours
     assert parse_label(reply) is None
-    assert time.perf_counter() - started < 0.5  # generous: a CI machine under load
+    assert time.process_time() - started < 0.5
 
 
 def test_a_crafted_text_is_prepared_quickly() -> None:
     """Found by review: the delimiter pattern was quadratic in a run of blanks after "<" (12 s
     for 32,000), and a chunk may be 200,000 characters."""
-    started = time.perf_counter()
+    started = time.process_time()  # CPU seconds: time a loaded machine descheduled us is not ours
     prepared = prepare("<" + " " * 200_000 + "x")
-    assert time.perf_counter() - started < 0.5  # generous: a CI machine under load
+    assert time.process_time() - started < 0.5
     assert prepared.endswith(TRUNCATED)
 
 
