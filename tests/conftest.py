@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -153,3 +155,17 @@ def sweep_json(
     inputs = ["--chunks", str(scenario["chunks"]), "--citations", str(scenario["citations"])]
     code = main(["sweep", *inputs, "--no-progress", "--format", "json", *extra])
     return code, json.loads(capsys.readouterr().out)
+
+
+def cpu_seconds(work: Callable[[], object]) -> float:
+    """This thread's CPU seconds for ``work``, the garbage collector held off: a bound on what
+    hostile input costs measures the code, not a loaded machine (wall time), another thread of
+    the worker (the process's CPU time) or a full collection of what earlier tests left."""
+    gc.collect()
+    gc.disable()
+    try:
+        started = time.thread_time()
+        work()
+        return time.thread_time() - started
+    finally:
+        gc.enable()

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import itertools
 import json
-import time
 from pathlib import Path
 from random import Random
 
 import pytest
+from conftest import cpu_seconds
 from hypothesis import given
 from hypothesis import strategies as st
 from labelled_sets import precision_recall
@@ -190,11 +190,15 @@ def test_entailed_only_when_the_evidence_is_the_claim() -> None:
 
 def test_too_long_to_read_is_unknown_and_quick() -> None:
     megabyte = "Refunds take 30 days. " * 50_000
-    # CPU seconds: the time a loaded machine descheduled the test is not the judge's
-    started = time.process_time()
-    long_claim = judge.judge(megabyte, "Refunds take 60 days.")
-    long_evidence = judge.judge("Refunds take 60 days.", megabyte)
-    assert time.process_time() - started < 0.5
+    judged = []
+    seconds = cpu_seconds(
+        lambda: judged.extend(
+            (judge.judge(megabyte, "Refunds take 60 days."),
+             judge.judge("Refunds take 60 days.", megabyte))
+        )
+    )  # fmt: skip
+    assert seconds < 0.5
+    long_claim, long_evidence = judged
     assert long_claim.result is UNKNOWN and long_evidence.result is UNKNOWN
     assert long_claim.reason is not None and "claim too long" in long_claim.reason
     assert long_evidence.reason is not None and "evidence too long" in long_evidence.reason
@@ -217,11 +221,11 @@ def test_too_long_to_read_is_unknown_and_quick() -> None:
     ],
 )
 def test_hostile_pairs(claim: str, evidence: str) -> None:
-    # CPU seconds, 25 times the slowest pair's 20 ms here: a CI run under load once took 0.63 s
-    # of wall time on one of them, descheduled
-    started = time.process_time()
-    judgement = judge.judge(claim, evidence)
-    assert time.process_time() - started < 0.5
+    # 25 times the slowest pair's 20 ms here: two CI runs measured 0.63 s of wall time and then
+    # 0.55 s of the worker process's CPU time on one of them, which alone takes 20 ms
+    judged = []
+    assert cpu_seconds(lambda: judged.append(judge.judge(claim, evidence))) < 0.5
+    judgement = judged[0]
     assert judgement.result in (ENTAILED, NOT_ENTAILED, UNKNOWN)
     assert judgement.reason is not None and len(judgement.reason) <= MAX_REASON_CHARS
     judgement.reason.encode("utf-8")  # built from parsed values, so never a lone surrogate
