@@ -232,7 +232,7 @@ class _Window:
         return self._lo + raw_start, self._lo + raw_end
 
     def _through_host(self, host: FoldedHost | None) -> tuple[int, int, int] | None:
-        if host is None or host.folded.raw_length != len(host.text):
+        if host is None:
             return None
         text, lo, hi, document = self._text, self._lo, self._hi, host.text
         first, last = host.offset + lo, host.offset + hi
